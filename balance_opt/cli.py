@@ -1,0 +1,83 @@
+"""The ``balance-opt`` command line: subcommands, exit codes, one-line errors.
+
+Exit status: 0 success, 1 internal failure, 2 bad input (message on standard error).
+Each subcommand lives in its own module under :mod:`balance_opt.commands` and exposes
+``register(subparsers)``; modules import their heavy dependencies inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from balance_opt import __version__
+from balance_opt.io import InputError
+
+# Order is the order of ``balance-opt --help``.
+COMMAND_MODULES = (
+    "balance_opt.commands.generate",
+    "balance_opt.commands.validate",
+    "balance_opt.commands.evaluate",
+    "balance_opt.commands.solve",
+    "balance_opt.commands.export",
+    "balance_opt.commands.report",
+    "balance_opt.commands.experiment",
+    "balance_opt.commands.regress",
+    "balance_opt.commands.bench",
+    "balance_opt.commands.demo",
+)
+
+
+class UsageError(Exception):
+    """A command-line mistake found after parsing (exit status 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="balance-opt",
+        description="Benchmark suite and solvers for BALANCE: hybrid autoregressive / "
+        "speculative LLM serving on an edge server.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except (InputError, UsageError) as exc:
+        print(f"balance-opt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"balance-opt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if os.environ.get("BALANCE_OPT_DEBUG"):
+            raise
+        print(
+            f"balance-opt {args.command}: internal error: {type(exc).__name__}: {exc} "
+            "(set BALANCE_OPT_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

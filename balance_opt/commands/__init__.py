@@ -1,0 +1,1 @@
+"""Subcommands of ``balance-opt``; each module exposes ``register(subparsers)``."""

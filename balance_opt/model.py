@@ -1,0 +1,188 @@
+"""Workloads, latencies and KV memory of the AD and SD modes (MODEL.md sections 3-5).
+
+Everything here is a pure function of an :class:`~balance_opt.instance.Instance` and a
+served set. The decoding sums have closed forms (sums of arithmetic series), so a mode
+costs O(|S|) plus O(Nmax) for SD, never O(LO) Python steps. The test suite keeps a
+literal step-by-step twin of every function and checks agreement.
+
+FLOP counts are integers below 2**53 for every realistic instance, so they are exact in
+float64; the order of float operations is fixed here because the algorithms compare
+sums of these numbers against budgets and two implementations must agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from balance_opt.instance import FloatArray, Instance, LanguageModel
+
+# --- workloads (section 3) ---------------------------------------------------------
+
+
+def prefill_flops(model: LanguageModel, length: ArrayLike) -> NDArray[np.float64]:
+    """``G_p(L) = M (8 L Dm Dh H + 4 L^2 Dh H + 4 L Dm Df)`` (prefill of one prompt; D1)."""
+    L = np.asarray(length, dtype=np.float64)
+    return model.layers * (L * model.linear_flops_per_token + L * L * model.attention_flops_per_pair)
+
+
+def decode_flops(model: LanguageModel, length: ArrayLike, step: ArrayLike) -> NDArray[np.float64]:
+    """``G_a(L, l) = M (8 Dm Dh H + 4 (L + l) Dh H + 4 Dm Df)`` (one decoding step)."""
+    L = np.asarray(length, dtype=np.float64)
+    s = np.asarray(step, dtype=np.float64)
+    return model.layers * (model.linear_flops_per_token + (L + s) * model.attention_flops_per_pair)
+
+
+def decode_flops_sum(model: LanguageModel, length: ArrayLike, steps: ArrayLike) -> NDArray[np.float64]:
+    """``sum_{l=1..n} G_a(L, l)`` in closed form: ``M (n lin + att (n L + n (n + 1) / 2))``."""
+    L = np.asarray(length, dtype=np.float64)
+    n = np.asarray(steps, dtype=np.float64)
+    return model.layers * (
+        n * model.linear_flops_per_token + model.attention_flops_per_pair * (n * L + n * (n + 1) / 2)
+    )
+
+
+def verify_flops(model: LanguageModel, prefix: ArrayLike, tokens: ArrayLike) -> NDArray[np.float64]:
+    """``G_v(P, m) = M (8 m Dm Dh H + 4 sum_{l=1..m} (P + l) Dh H + 4 m Dm Df)``."""
+    P = np.asarray(prefix, dtype=np.float64)
+    m = np.asarray(tokens, dtype=np.float64)
+    return model.layers * (
+        m * model.linear_flops_per_token + model.attention_flops_per_pair * (m * P + m * (m + 1) / 2)
+    )
+
+
+# --- AD mode (section 4) -------------------------------------------------------------
+
+
+def ad_compute_flops(inst: Instance, L1: float, lo: ArrayLike) -> NDArray[np.float64]:
+    """Per-user AD workload at padded input ``L1``: ``G_p(L1) + sum_{l=1..LO-1} G_a(L1, l)``.
+
+    This is the numerator of Algorithm 1's contribution (26); summed over a served set it
+    is the whole compute of (17): each user takes part in prefill and in its LO - 1 steps.
+    """
+    lo_arr = np.asarray(lo, dtype=np.float64)
+    return prefill_flops(inst.llm, L1) + decode_flops_sum(inst.llm, L1, lo_arr - 1.0)
+
+
+def ad_user_costs(inst: Instance, L1: float, lo: ArrayLike, z: float) -> NDArray[np.float64]:
+    """Algorithm 1's latency contribution ``c_k = alpha^L (...) / z`` (26)."""
+    return inst.llm.alpha_s_per_flop * ad_compute_flops(inst, L1, lo) / z
+
+
+def ad_user_memory(inst: Instance, L1: float, lo: ArrayLike) -> NDArray[np.float64]:
+    """KV bytes of one AD user: ``(L1 + LO_k) kv^L`` (15; decision D3)."""
+    return (L1 + np.asarray(lo, dtype=np.float64)) * inst.llm_kv_bytes_per_token
+
+
+@dataclass(frozen=True)
+class ModeCost:
+    """Latency (excluding download) and KV memory of one mode for one served set."""
+
+    latency_s: float | None  # None: the mode serves nobody
+    upload_s: float
+    compute_s: float  # alpha-terms over the compute fraction
+    fixed_s: float  # beta-terms: forward passes
+    kv_bytes: float
+
+
+EMPTY_MODE = ModeCost(None, 0.0, 0.0, 0.0, 0.0)
+
+
+def ad_mode(inst: Instance, served: NDArray[np.bool_], z: float) -> ModeCost:
+    """``t_ad`` (17) and ``q_ad`` (15) of the AD users ``served`` at compute fraction z."""
+    if not served.any():
+        return EMPTY_MODE
+    lo = inst.output_tokens[served]
+    L1 = float(inst.input_tokens[served].max())  # (5)
+    L2 = int(lo.max())
+    tau_up = float(inst.upload_s[served].max())  # (1)
+    work = float(ad_compute_flops(inst, L1, lo).sum())
+    # z = 0 gives AD no compute: the mode never finishes (D7), its memory still counts
+    compute = inst.llm.alpha_s_per_flop * work / z if z > 0.0 else math.inf
+    fixed = L2 * inst.llm.beta_s  # one prefill pass and L2 - 1 decoding passes
+    kv = float(ad_user_memory(inst, L1, lo).sum())
+    return ModeCost(tau_up + compute + fixed, tau_up, compute, fixed, kv)
+
+
+# --- SD mode (section 5) -------------------------------------------------------------
+
+
+def sd_prefix(L3: float, L4: float, n: ArrayLike) -> NDArray[np.float64]:
+    """Retained prefix before iteration n (10; decision D2)."""
+    n_arr = np.asarray(n, dtype=np.float64)
+    return np.where(n_arr <= 1, L3, L3 + (n_arr - 2) * (L4 + 1) + L4)
+
+
+def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tuple[FloatArray, FloatArray]:
+    """Per-user SLM and LLM FLOPs of iterations ``n = 1..n_max`` (11), (12), (18).
+
+    Returns ``(slm, llm)``, each of length ``n_max``: drafting steps ``l = 1..LD-1`` in
+    iteration 1 and ``l = 1..LD`` afterwards; verification of ``LD`` tokens in
+    iteration 1 and ``LD + 1`` afterwards, all after the prefix ``P_n``.
+    """
+    ld = inst.server.draft_length
+    n = np.arange(1, n_max + 1, dtype=np.float64)
+    P = sd_prefix(L3, L4, n)
+    steps = np.where(n == 1, ld - 1, ld)
+    # sum_{l=1..s} G^S_a(P, l): the same arithmetic series as AD decoding
+    slm = decode_flops_sum(inst.slm, P, steps)
+    llm = verify_flops(inst.llm, P, np.where(n == 1, ld, ld + 1))
+    return slm, llm
+
+
+def sd_iteration_seconds_per_user(inst: Instance, L3: float, L4: float, n_max: int, w: float) -> FloatArray:
+    """Compute seconds each active user adds to iterations ``1..n_max`` (before beta)."""
+    slm, llm = sd_iteration_flops(inst, L3, L4, n_max)
+    return (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
+
+
+def sd_prefill_seconds_per_user(inst: Instance, L3: float, w: float) -> float:
+    """Compute seconds each SD user adds to the two prefills (7), (8)."""
+    return float(
+        (inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3) + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3))
+        / w
+    )
+
+
+def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: float) -> NDArray[np.float64]:
+    """Algorithm 2's latency contribution (30) of users with ``N_k = n_users``."""
+    n_arr = np.asarray(n_users, dtype=np.int64)
+    w = 1.0 - z
+    n_max = int(n_arr.max()) if n_arr.size else 0
+    per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
+    cum = np.concatenate(([0.0], np.cumsum(per_iter)))
+    return sd_prefill_seconds_per_user(inst, L3, w) + cum[n_arr]
+
+
+def sd_user_memory(inst: Instance, L3: float, L4: float, n_users: ArrayLike) -> NDArray[np.float64]:
+    """KV bytes of one SD user (16), (31): SLM ``P_N + LD`` and LLM ``P_N + LD + [N >= 2]``."""
+    n_arr = np.asarray(n_users, dtype=np.int64)
+    ld = inst.server.draft_length
+    P = sd_prefix(L3, L4, n_arr)
+    return (P + ld) * inst.slm_kv_bytes_per_token + (P + ld + (n_arr >= 2)) * inst.llm_kv_bytes_per_token
+
+
+def sd_mode(inst: Instance, served: NDArray[np.bool_], z: float) -> ModeCost:
+    """``t_sd`` (19) and ``q_sd`` (16) of the SD users ``served`` at compute fraction z."""
+    if not served.any():
+        return EMPTY_MODE
+    w = 1.0 - z
+    ld = inst.server.draft_length
+    L3 = float(inst.input_tokens[served].max())  # (9)
+    L4 = float(inst.accepted_drafts[served].max())
+    N = inst.sd_iterations[served]
+    n_max = int(N.max())
+    tau_up = float(inst.upload_s[served].max())  # (2)
+    if w > 0.0:
+        per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
+        active = np.bincount(N, minlength=n_max + 1)[::-1].cumsum()[::-1][1:]  # |S_n|, n = 1..n_max
+        compute = len(N) * sd_prefill_seconds_per_user(inst, L3, w) + float(active @ per_iter)
+    else:  # z = 1 gives SD no compute (D7)
+        compute = math.inf
+    # passes: LLM prefill, SLM prefill, LD - 1 drafts + 1 verify in iteration 1, LD + 1 later
+    fixed = (n_max + 1) * inst.llm.beta_s + n_max * ld * inst.slm.beta_s
+    kv = float(sd_user_memory(inst, L3, L4, N).sum())
+    return ModeCost(tau_up + compute + fixed, tau_up, compute, fixed, kv)

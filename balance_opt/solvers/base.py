@@ -1,0 +1,67 @@
+"""One signature for every solver: ``solve(instance, *, time_limit, seed, hint) -> Result``."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from balance_opt.evaluate import Schedule
+from balance_opt.instance import Instance
+from balance_opt.result import Result, SolverOutput, make_result
+
+
+class SolverUnavailable(RuntimeError):
+    """An optional backend is not installed; the message says how to install it."""
+
+
+class Solver(ABC):
+    """Base class: subclasses implement :meth:`_solve`; :meth:`solve` times and checks it.
+
+    ``options`` are solver-specific keyword arguments (threads, grids, ...). They are
+    validated against :attr:`option_defaults` and recorded in every Result.
+    """
+
+    name: ClassVar[str]
+    option_defaults: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.option_defaults))
+        if unknown:
+            known = ", ".join(sorted(self.option_defaults)) or "none"
+            raise ValueError(f"solver {self.name!r} has no option(s) {', '.join(unknown)} (known: {known})")
+        self.options: dict[str, Any] = {**self.option_defaults, **options}
+
+    @classmethod
+    def is_available(cls) -> bool:
+        """Whether the backend can run here (optional packages installed)."""
+        return True
+
+    def solve(
+        self,
+        instance: Instance,
+        *,
+        time_limit: float | None = None,
+        seed: int = 0,
+        hint: Schedule | None = None,
+    ) -> Result:
+        """Solve ``instance``; the evaluator decides ``feasible`` and ``served``."""
+        start = time.perf_counter()
+        out = self._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
+        runtime = time.perf_counter() - start
+        options = {**self.options, "seed": seed}
+        if time_limit is not None:
+            options["time_limit_s"] = time_limit
+        return make_result(instance, self.name, options, out, runtime)
+
+    @abstractmethod
+    def _solve(
+        self,
+        instance: Instance,
+        *,
+        time_limit: float | None,
+        seed: int,
+        hint: Schedule | None,
+    ) -> SolverOutput:
+        """Return a schedule and what the solver knows about it."""
