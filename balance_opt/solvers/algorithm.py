@@ -1,0 +1,59 @@
+"""What an implementation of Algorithm 3 returns, and the shared numeric primitives.
+
+Two implementations exist (the literal reference and the fast default); both return a
+:class:`BalanceOutcome` and must agree on every field except ``stats``. To make bitwise
+agreement possible they share the float expressions below:
+
+* contributions: :func:`balance_opt.model.ad_user_costs`, ``ad_user_memory``,
+  ``sd_user_costs``, ``sd_user_memory`` (elementwise, so scalar and vector calls agree);
+* budgets: :func:`ad_time_budget`, :func:`sd_time_budget`, :func:`memory_split`;
+* prefix sums: sequential (``s_d = s_{d-1} + c_d`` from 0.0, as ``numpy.cumsum`` does),
+  in the order ``(c_k, k)`` ascending; ``d*`` is the number of leading prefixes with
+  ``s_d <= time budget`` and ``mem_d <= memory budget`` (both plain ``<=``, no tolerance);
+* when no (z, lambda) pair serves anybody, the outcome is the first pair examined,
+  ``(Z[0], Lambda[0])``, with empty sets (the paper initialises the incumbent there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from balance_opt.evaluate import Schedule
+from balance_opt.instance import Instance
+
+
+@dataclass(frozen=True)
+class BalanceOutcome:
+    """Algorithm 3's answer: the pair (z, lambda) and the served users, in selection order."""
+
+    z: float
+    lam: float
+    ad: tuple[int, ...]  # user positions chosen by Algorithm 1, in sorted (c_k, k) order
+    sd: tuple[int, ...]  # user positions chosen by Algorithm 2, in sorted (c_k, k) order
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def served(self) -> int:
+        return len(self.ad) + len(self.sd)
+
+    def schedule(self, inst: Instance) -> Schedule:
+        return Schedule.from_sets(inst.num_users, self.z, self.ad, self.sd)
+
+
+def memory_split(inst: Instance, z: float, lam: float) -> tuple[float, float]:
+    """``(Q1, Q2) = (lambda F(z), (1 - lambda) F(z))`` of P2 (22)."""
+    free = inst.free_memory(z)
+    return lam * free, (1.0 - lam) * free
+
+
+def ad_time_budget(inst: Instance, t1: float, tau1: float, L2: float) -> float:
+    """Right-hand side of (28): ``t1 - tau1 - L2 beta^L``."""
+    return t1 - tau1 - L2 * inst.llm.beta_s
+
+
+def sd_time_budget(inst: Instance, t2: float, tau2: float, N1: float) -> float:
+    """Right-hand side of (32): ``t2 - tau2 - ((N1 + 1) beta^L + N1 LD beta^S)``."""
+    ld = inst.server.draft_length
+    return t2 - tau2 - ((N1 + 1) * inst.llm.beta_s + N1 * ld * inst.slm.beta_s)
