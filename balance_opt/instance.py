@@ -79,7 +79,7 @@ class Server:
 
 
 def _frozen(values: Any, dtype: type) -> NDArray[Any]:
-    arr = np.array(values, dtype=dtype)
+    arr: NDArray[Any] = np.array(values, dtype=dtype)
     if arr.ndim != 1:
         raise ValueError("per-user arrays must be one-dimensional")
     arr.setflags(write=False)
@@ -165,15 +165,13 @@ class Instance:
     def download_s(self) -> FloatArray:
         """``down_k = gamma LO_k / (Bd_k Rd_k)``."""
         g = self.server.bits_per_token
-        return _ro(
-            g * self.output_tokens / (self.downlink_bandwidth_hz * self.downlink_spectral_efficiency)
-        )
+        return _ro(g * self.output_tokens / (self.downlink_bandwidth_hz * self.downlink_spectral_efficiency))
 
     @cached_property
     def accepted_drafts(self) -> FloatArray:
         """``LA_k = A_k (1 - A_k^LD) / (1 - A_k)``."""
         a = self.acceptance
-        return _ro(a * (1.0 - a ** self.server.draft_length) / (1.0 - a))
+        return _ro(a * (1.0 - a**self.server.draft_length) / (1.0 - a))
 
     @cached_property
     def sd_iterations(self) -> IntArray:

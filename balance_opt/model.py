@@ -142,7 +142,10 @@ def sd_iteration_seconds_per_user(inst: Instance, L3: float, L4: float, n_max: i
 def sd_prefill_seconds_per_user(inst: Instance, L3: float, w: float) -> float:
     """Compute seconds each SD user adds to the two prefills (7), (8)."""
     return float(
-        (inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3) + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3))
+        (
+            inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3)
+            + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3)
+        )
         / w
     )
 

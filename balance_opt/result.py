@@ -134,7 +134,9 @@ def make_result(
     if out.bound is not None and ev.feasible and out.bound < ev.served:
         problems.append(f"solver's bound {out.bound} is below the evaluated {ev.served} served")
     if out.status == "optimal" and out.bound is not None and out.bound != ev.served:
-        problems.append(f"solver claims optimality with bound {out.bound} but the schedule serves {ev.served}")
+        problems.append(
+            f"solver claims optimality with bound {out.bound} but the schedule serves {ev.served}"
+        )
     status = out.status
     bound = out.bound
     if status == "optimal" and bound is None:
@@ -156,7 +158,9 @@ def make_result(
     )
 
 
-def error_result(inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float) -> Result:
+def error_result(
+    inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float
+) -> Result:
     """A solve that raised: status ``error``, nobody served."""
     schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
     return Result(
