@@ -1,0 +1,144 @@
+"""Algorithms 1-3 written out literally (MODEL.md section 7): the reference implementation.
+
+Every max-length tuple is visited in lexicographic ascending order, the candidate set is
+filtered with exactly the stated comparisons, sorted by ``(c_k, k)``, and ``d*`` is found
+with sequential prefix sums. Plain Python loops on purpose: this module is the
+definition that any faster implementation of Algorithm 3 must reproduce exactly.
+
+Shared conventions (see :mod:`balance_opt.solvers.algorithm`): contributions come from
+the elementwise functions of :mod:`balance_opt.model`, budgets from ``algorithm.py``,
+both ``d*`` comparisons are plain ``<=``, and when no pair serves anybody the outcome
+is ``(Z[0], Lambda[0])`` with empty sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+
+from balance_opt.instance import Instance
+from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
+from balance_opt.solvers.algorithm import BalanceOutcome, ad_time_budget, memory_split, sd_time_budget
+
+
+def tuple_values(values: Iterable[float]) -> list[float]:
+    """One tuple component's range: ``sorted({0} ∪ values)``, as numbers (Tp_k may be < 0)."""
+    return sorted({0, *values})
+
+
+def leading_count(
+    order: Sequence[int],
+    costs: Sequence[float],
+    mems: Sequence[float],
+    time_budget: float,
+    mem_budget: float,
+) -> int:
+    """``d*`` of (28) / (32): how many leading prefixes of ``order`` fit both budgets.
+
+    Prefix sums are sequential from 0.0 (as ``numpy.cumsum``); contributions are
+    non-negative, so the prefixes that fit are exactly those before the first that fails.
+    """
+    s = 0.0
+    mem = 0.0
+    d = 0
+    for k in order:
+        s = s + costs[k]
+        mem = mem + mems[k]
+        if not (s <= time_budget and mem <= mem_budget):
+            break
+        d += 1
+    return d
+
+
+def algorithm1(inst: Instance, z: float, lam: float) -> tuple[tuple[int, ...], int]:
+    """Algorithm 1: the AD users for ``(z, lam)``, and the number of tuples examined."""
+    if z == 0.0 or lam == 0.0:
+        return (), 0
+    q1, _ = memory_split(inst, z, lam)
+    li = inst.input_tokens.tolist()
+    lo = inst.output_tokens.tolist()
+    tp = inst.budget_s.tolist()
+    up = inst.upload_s.tolist()
+    users = range(inst.num_users)
+    best: tuple[int, ...] = ()
+    examined = 0
+    for L1 in tuple_values(li):
+        # (26) and D3 depend on the tuple only through L1; elementwise, so computing them
+        # for every user at once gives each candidate exactly its own value
+        costs = ad_user_costs(inst, L1, inst.output_tokens, z).tolist()
+        mems = ad_user_memory(inst, L1, inst.output_tokens).tolist()
+        for L2 in tuple_values(lo):
+            for t1 in tuple_values(tp):
+                for tau1 in tuple_values(up):
+                    examined += 1
+                    cand = [k for k in users if li[k] <= L1 and lo[k] <= L2 and t1 <= tp[k] and up[k] <= tau1]
+                    cand.sort(key=lambda k: (costs[k], k))
+                    d = leading_count(cand, costs, mems, ad_time_budget(inst, t1, tau1, L2), q1)  # (28)
+                    if d > len(best):  # strict improvement
+                        best = tuple(cand[:d])  # (29)
+    return best, examined
+
+
+def algorithm2(inst: Instance, z: float, lam: float, excluded: Iterable[int]) -> tuple[tuple[int, ...], int]:
+    """Algorithm 2: SD users among those not ``excluded``, and the number of tuples examined."""
+    if z == 1.0 or lam == 1.0:
+        return (), 0
+    _, q2 = memory_split(inst, z, lam)
+    taken = set(excluded)
+    rest = [k for k in range(inst.num_users) if k not in taken]
+    li = inst.input_tokens.tolist()
+    la = inst.accepted_drafts.tolist()
+    n = inst.sd_iterations.tolist()
+    tp = inst.budget_s.tolist()
+    up = inst.upload_s.tolist()
+    best: tuple[int, ...] = ()
+    examined = 0
+    for L3 in tuple_values(li[k] for k in rest):
+        for L4 in tuple_values(la[k] for k in rest):
+            # (30), (31) depend on the tuple only through (L3, L4); elementwise, as above
+            costs = sd_user_costs(inst, L3, L4, inst.sd_iterations, z).tolist()
+            mems = sd_user_memory(inst, L3, L4, inst.sd_iterations).tolist()
+            for N1 in tuple_values(n[k] for k in rest):
+                for t2 in tuple_values(tp[k] for k in rest):
+                    for tau2 in tuple_values(up[k] for k in rest):
+                        examined += 1
+                        cand = [
+                            k
+                            for k in rest
+                            if li[k] <= L3 and la[k] <= L4 and n[k] <= N1 and t2 <= tp[k] and up[k] <= tau2
+                        ]
+                        cand.sort(key=lambda k: (costs[k], k))
+                        budget = sd_time_budget(inst, t2, tau2, N1)
+                        d = leading_count(cand, costs, mems, budget, q2)  # (32)
+                        if d > len(best):  # strict improvement
+                            best = tuple(cand[:d])  # (33)
+    return best, examined
+
+
+def _check_grid(name: str, grid: Sequence[float]) -> None:
+    if not grid or any(b <= a for a, b in pairwise(grid)):
+        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence, got {list(grid)}")
+
+
+def balance_literal(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float]) -> BalanceOutcome:
+    """Algorithm 3: z ascending (outer), lambda ascending (inner), strict improvement."""
+    _check_grid("z_grid", z_grid)
+    _check_grid("lam_grid", lam_grid)
+    best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
+    ad_tuples = sd_tuples = 0
+    for z in z_grid:
+        for lam in lam_grid:
+            ad, n1 = algorithm1(inst, z, lam)
+            sd, n2 = algorithm2(inst, z, lam, ad)
+            ad_tuples += n1
+            sd_tuples += n2
+            if len(ad) + len(sd) > best.served:
+                best = BalanceOutcome(float(z), float(lam), ad, sd)
+    stats = {
+        "implementation": "literal",
+        "pairs": len(z_grid) * len(lam_grid),
+        "tuples": ad_tuples + sd_tuples,
+        "ad_tuples": ad_tuples,
+        "sd_tuples": sd_tuples,
+    }
+    return BalanceOutcome(best.z, best.lam, best.ad, best.sd, stats)
