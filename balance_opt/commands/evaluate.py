@@ -1,0 +1,223 @@
+"""``balance-opt evaluate``: re-check a schedule with the project's evaluator.
+
+Prints the latency breakdown per mode, every user's completion and slack, the memory
+breakdown and the violations; ``--json`` prints :meth:`Evaluation.to_dict` instead.
+``--compare-modes`` puts "everybody in AD at z = 1" beside "everybody in SD at z = 0"
+(the paper's Fig. 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from balance_opt.evaluate import Evaluation, Schedule
+    from balance_opt.instance import Instance
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="re-check a solution: latencies, memory, violations",
+        description="Evaluate a schedule of INSTANCE: from a SOLUTION file, from --z and --assign, "
+        "or, with --compare-modes, all users in AD at z=1 against all users in SD at z=0.",
+    )
+    p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
+    p.add_argument("solution", type=Path, nargs="?", metavar="SOLUTION", help="solution file")
+    p.add_argument("--z", type=float, help="compute fraction of AD (instead of a solution file)")
+    p.add_argument(
+        "--assign",
+        metavar="ID=MODE,...",
+        help="modes ad|sd|none by user id, e.g. u0=ad,u1=sd (users not named: none)",
+    )
+    p.add_argument("--compare-modes", action="store_true", help="all-AD at z=1 vs all-SD at z=0")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=handle)
+
+
+def parse_assign(inst: Instance, text: str) -> dict[str, str]:
+    """``u0=ad,u1=sd`` -> a full assignment (unnamed users: none)."""
+    from balance_opt.cli import UsageError
+
+    out = dict.fromkeys(inst.user_ids, "none")
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        uid, sep, mode = item.partition("=")
+        if not sep or mode not in ("ad", "sd", "none"):
+            raise UsageError(f"--assign: expected ID=ad|sd|none, got {item!r}")
+        if uid not in out:
+            raise UsageError(f"--assign: the instance has no user {uid!r}")
+        out[uid] = mode
+    return out
+
+
+def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[str, Any]]:
+    """The schedule to evaluate and notes about where it came from."""
+    from balance_opt.cli import UsageError
+    from balance_opt.evaluate import Schedule
+    from balance_opt.io import read_bytes, read_solution, sha256_bytes
+
+    if args.solution is not None:
+        if args.z is not None or args.assign is not None:
+            raise UsageError("give either a SOLUTION file or --z/--assign, not both")
+        doc = read_solution(args.solution, inst)
+        notes = {
+            "solution": str(args.solution),
+            "solver": doc["solver"],
+            "status": doc["status"],
+            "instance_sha256_matches": doc["instance_sha256"] == sha256_bytes(read_bytes(args.instance)),
+            "claimed_served": doc["served"],
+            "claimed_feasible": doc["feasible"],
+        }
+        return Schedule.from_assignment(inst, doc["z"], doc["assignment"]), notes
+    if args.z is None:
+        raise UsageError("give a SOLUTION file, --z Z (with --assign) or --compare-modes")
+    if not 0.0 <= args.z <= 1.0:
+        raise UsageError(f"--z must be in [0, 1], got {args.z!r}")
+    assignment = parse_assign(inst, args.assign or "")
+    return Schedule.from_assignment(inst, args.z, assignment), {}
+
+
+def handle(args: argparse.Namespace) -> int:
+    from balance_opt.cli import UsageError
+    from balance_opt.evaluate import evaluate
+    from balance_opt.io import read_instance
+
+    inst = read_instance(args.instance)
+    if args.compare_modes:
+        if args.solution is not None or args.z is not None or args.assign is not None:
+            raise UsageError("--compare-modes takes only INSTANCE")
+        return compare_modes(inst, args.json)
+    schedule, notes = _schedule(args, inst)
+    ev = evaluate(inst, schedule)
+    if notes and not notes["instance_sha256_matches"]:
+        print(
+            f"balance-opt evaluate: warning: {args.solution}: instance_sha256 does not match {args.instance}",
+            file=sys.stderr,
+        )
+    if args.json:
+        doc = ev.to_dict(inst)
+        doc["instance"] = inst.name
+        assignment = schedule.assignment(inst)
+        for user in doc["users"]:
+            user["mode"] = assignment[user["id"]]
+        doc["assignment"] = assignment
+        doc.update(notes)
+        print(json.dumps(doc, allow_nan=False))
+    else:
+        print(format_evaluation(inst, schedule, ev))
+    return 0
+
+
+def _fmt(x: float | None, spec: str = ".6f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def format_evaluation(inst: Instance, schedule: Schedule, ev: Evaluation) -> str:
+    """The human-readable report of one evaluation."""
+    from balance_opt.evaluate import MODE_NAMES
+
+    k = inst.num_users
+    lines = [
+        f"instance {inst.name} (K={k}), z={ev.z:g}: "
+        f"{'feasible' if ev.feasible else 'INFEASIBLE'}, served {ev.served}/{k} "
+        f"(AD {ev.num_ad}, SD {ev.num_sd})",
+        "",
+        f"{'latency (s, excl. download)':<30}{'AD':>16}{'SD':>16}",
+    ]
+    for label, attr in (("upload", "upload_s"), ("compute", "compute_s"), ("fixed passes", "fixed_s")):
+        a = getattr(ev.ad, attr) if ev.ad.latency_s is not None else None
+        s = getattr(ev.sd, attr) if ev.sd.latency_s is not None else None
+        lines.append(f"  {label:<28}{_fmt(a):>16}{_fmt(s):>16}")
+    lines.append(f"  {'total (t_ad, t_sd)':<28}{_fmt(ev.t_ad):>16}{_fmt(ev.t_sd):>16}")
+    lines += ["", "memory (bytes)"]
+    for label, value in (
+        ("weights LLM", ev.weights_llm_bytes),
+        ("weights SLM", ev.weights_slm_bytes),
+        ("KV cache AD", ev.ad.kv_bytes),
+        ("KV cache SD", ev.sd.kv_bytes),
+        ("total", ev.memory_bytes),
+        ("capacity", inst.server.memory_bytes),
+        ("free", ev.free_bytes),
+    ):
+        lines.append(f"  {label:<28}{value:>20.1f}")
+    lines += ["", f"  {'user':<12}{'mode':>6}{'completion_s':>16}{'deadline_s':>14}{'slack_s':>14}"]
+    modes = schedule.modes.tolist()
+    for i, uid in enumerate(inst.user_ids):
+        served = modes[i] != 0
+        c = float(ev.completion_s[i]) if served else None
+        sl = float(ev.slack_s[i]) if served else None
+        deadline = float(inst.deadline_s[i])
+        lines.append(f"  {uid:<12}{MODE_NAMES[modes[i]]:>6}{_fmt(c):>16}{deadline:>14.6f}{_fmt(sl):>14}")
+    lines.append("")
+    lines.append("violations: " + ("none" if not ev.violations else f"{len(ev.violations)}"))
+    lines += [f"  - {v}" for v in ev.violations]
+    return "\n".join(lines)
+
+
+def compare_modes(inst: Instance, as_json: bool) -> int:
+    """All users in AD at z = 1 against all in SD at z = 0 (Fig. 1 of the paper)."""
+    import numpy as np
+
+    from balance_opt.evaluate import AD, SD, Schedule, evaluate
+
+    k = inst.num_users
+    ad = evaluate(inst, Schedule(1.0, np.full(k, AD, dtype=np.int8)))
+    sd = evaluate(inst, Schedule(0.0, np.full(k, SD, dtype=np.int8)))
+    more_memory = 100.0 * (sd.memory_bytes - ad.memory_bytes) / ad.memory_bytes
+    # end-to-end latency of the last user: mode latency plus its download
+    e2e_ad = float(np.max(ad.completion_s))
+    e2e_sd = float(np.max(sd.completion_s))
+    less_latency = 100.0 * (e2e_ad - e2e_sd) / e2e_ad
+    if as_json:
+        doc = {
+            "instance": inst.name,
+            "ad": {
+                "z": 1.0,
+                "latency_s": ad.t_ad,
+                "completion_s": e2e_ad,
+                "memory_bytes": ad.memory_bytes,
+                "kv_bytes": ad.ad.kv_bytes,
+                "feasible": ad.feasible,
+            },
+            "sd": {
+                "z": 0.0,
+                "latency_s": sd.t_sd,
+                "completion_s": e2e_sd,
+                "memory_bytes": sd.memory_bytes,
+                "kv_bytes": sd.sd.kv_bytes,
+                "feasible": sd.feasible,
+            },
+            "sd_more_memory_pct": more_memory,
+            "sd_less_latency_pct": less_latency,
+        }
+        print(json.dumps(doc, allow_nan=False))
+        return 0
+    rows = (
+        ("latency excl. download (s)", _fmt(ad.t_ad), _fmt(sd.t_sd)),
+        ("end-to-end, last user (s)", _fmt(e2e_ad), _fmt(e2e_sd)),
+        ("memory total (bytes)", f"{ad.memory_bytes:.1f}", f"{sd.memory_bytes:.1f}"),
+        (
+            "  weights (bytes)",
+            f"{ad.weights_llm_bytes + ad.weights_slm_bytes:.1f}",
+            f"{sd.weights_llm_bytes + sd.weights_slm_bytes:.1f}",
+        ),
+        ("  KV cache (bytes)", f"{ad.ad.kv_bytes:.1f}", f"{sd.sd.kv_bytes:.1f}"),
+        ("feasible", str(ad.feasible), str(sd.feasible)),
+    )
+    lines = [
+        f"instance {inst.name} (K={k}): all users in AD at z=1 vs all in SD at z=0",
+        "",
+        f"{'':<30}{'AD (z=1)':>22}{'SD (z=0)':>22}",
+    ]
+    lines += [f"{a:<30}{b:>22}{c:>22}" for a, b, c in rows]
+    lines += [
+        "",
+        f"SD needs {more_memory:.1f}% more memory than AD",
+        f"SD has {less_latency:.1f}% less end-to-end latency than AD",
+    ]
+    print("\n".join(lines))
+    return 0

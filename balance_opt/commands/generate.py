@@ -1,0 +1,158 @@
+"""``balance-opt generate``: write seeded instance files from the paper's presets."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _range(kind: type) -> Any:
+    """``MIN,MAX`` (or one value for both) as a pair of ``kind``."""
+
+    def parse(text: str) -> tuple[Any, Any]:
+        parts = text.split(",")
+        try:
+            values = [kind(p) for p in parts]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected MIN,MAX or one value, got {text!r}") from None
+        if len(values) not in (1, 2):
+            raise argparse.ArgumentTypeError(f"expected MIN,MAX or one value, got {text!r}")
+        return values[0], values[-1]
+
+    return parse
+
+
+def step_grid(step: float) -> tuple[float, ...]:
+    """``0, step, 2 step, ..., 1``; ``1 / step`` must be a whole number."""
+    n = round(1.0 / step) if step > 0 else 0
+    if n < 1 or abs(n * step - 1.0) > 1e-9:
+        raise ValueError(f"--grid-step must divide 1 into whole steps, got {step!r}")
+    return tuple(round(i / n, 12) for i in range(n + 1))
+
+
+# (flag, GeneratorParams field, type, help)
+_KNOBS: tuple[tuple[str, str, type, str], ...] = (
+    ("--llm", "llm", str, "LLM profile (balance_opt.profiles.MODELS)"),
+    ("--slm", "slm", str, "SLM profile"),
+    ("--hardware", "hardware", str, "hardware profile: rtx4090 (default), a100-80gb, h100-sxm, h200"),
+    ("--bytes-per-param", "bytes_per_param", float, "theta (2 = FP16)"),
+    ("--memory-bytes", "memory_bytes", float, "Q in bytes (default: the hardware's capacity)"),
+    (
+        "--kv-budget-tokens",
+        "kv_budget_tokens",
+        float,
+        "tight memory: Q = weights of both models + this many tokens of LLM+SLM KV cache",
+    ),
+    ("--draft-length", "draft_length", int, "LD"),
+    ("--bits-per-token", "bits_per_token", float, "gamma"),
+    ("--acceptance-min", "acceptance_min", float, "A ~ U[min, max]"),
+    ("--acceptance-max", "acceptance_max", float, ""),
+    ("--deadline-min", "deadline_min_s", float, "T ~ U[min, max] seconds"),
+    ("--deadline-max", "deadline_max_s", float, ""),
+    ("--input-min", "input_min", int, "LI ~ U{min..max}"),
+    ("--input-max", "input_max", int, ""),
+    ("--output-min", "output_min", int, "LO ~ U{min..max}"),
+    ("--output-max", "output_max", int, ""),
+    ("--radius", "radius_m", float, "coverage radius in m"),
+    ("--min-distance", "min_distance_m", float, "minimum user distance in m"),
+    ("--uplink-bandwidth", "uplink_bandwidth_hz", float, "B in Hz"),
+    ("--downlink-bandwidth", "downlink_bandwidth_hz", float, "Bd in Hz"),
+    ("--uplink-psd", "uplink_psd_dbm_hz", float, "uplink transmit PSD in dBm/Hz"),
+    ("--downlink-psd", "downlink_psd_dbm_hz", float, "downlink transmit PSD in dBm/Hz"),
+    ("--noise-psd", "noise_dbm_hz", float, "noise PSD in dBm/Hz"),
+    ("--path-loss-1km", "path_loss_db_at_1km", float, "path loss at 1 km in dB"),
+    ("--path-loss-slope", "path_loss_db_per_decade", float, "path loss per decade of distance in dB"),
+)
+
+# Shorthand flags that set a (min, max) pair: flag -> (type, min field, max field).
+_RANGES: dict[str, tuple[type, str, str]] = {
+    "--input-tokens": (int, "input_min", "input_max"),
+    "--output-tokens": (int, "output_min", "output_max"),
+    "--deadline": (float, "deadline_min_s", "deadline_max_s"),
+    "--acceptance": (float, "acceptance_min", "acceptance_max"),
+}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "generate",
+        help="write seeded instance files (presets fig4, fig5, fig1, tight-memory)",
+        description="Write instance files. Each file records the seed and every parameter; "
+        "the same command writes byte-identical files. --count N writes seeds seed..seed+N-1 "
+        "as <preset>-K<K>-s<seed>.json.",
+    )
+    p.add_argument("--preset", choices=list(PRESETS), default="fig4", help="parameter set (default fig4)")
+    p.add_argument("--users", "-K", type=int, help="number of users K (fig4/fig5: 30, fig1: 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first instance (default 0)")
+    p.add_argument("--count", type=int, default=1, help="number of instances (seeds seed, seed+1, ...)")
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--name", help="instance name (only with --count 1)")
+    g = p.add_argument_group("knobs (override the preset)")
+    for flag, (kind, lo, hi) in _RANGES.items():
+        g.add_argument(
+            flag,
+            type=_range(kind),
+            dest=f"range_{lo}",
+            metavar="MIN[,MAX]",
+            help=f"sets {lo} and {hi} (one value fixes both)",
+        )
+    for flag, field, kind, text in _KNOBS:
+        g.add_argument(flag, type=kind, dest=f"knob_{field}", help=text or None)
+    g.add_argument("--z-grid", type=_floats, help="compute-fraction grid, e.g. 0,0.25,0.5,1")
+    g.add_argument("--lambda-grid", type=_floats, help="memory-fraction grid")
+    g.add_argument("--grid-step", type=float, help="both grids 0, step, ..., 1 (e.g. 0.1)")
+    p.set_defaults(func=handle)
+
+
+def params_from_args(args: argparse.Namespace) -> GeneratorParams:
+    """The generator parameters of a parsed command line (seed of the first instance)."""
+    overrides: dict[str, Any] = {}
+    for _kind, lo, hi in _RANGES.values():
+        pair = getattr(args, f"range_{lo}")
+        if pair is not None:
+            overrides[lo], overrides[hi] = pair
+    for _flag, field, _kind, _text in _KNOBS:
+        value = getattr(args, f"knob_{field}")
+        if value is not None:
+            overrides[field] = value
+    if args.grid_step is not None:
+        overrides["z_grid"] = overrides["lambda_grid"] = step_grid(args.grid_step)
+    for f in ("z_grid", "lambda_grid"):
+        if getattr(args, f) is not None:
+            overrides[f] = getattr(args, f)
+    if args.users is not None:
+        overrides["users"] = args.users
+    if args.name is not None:
+        overrides["name"] = args.name
+    return preset_params(args.preset, seed=args.seed, **overrides)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from balance_opt.cli import UsageError
+    from balance_opt.io import write_instance
+
+    if args.count < 1:
+        raise UsageError(f"--count must be >= 1, got {args.count}")
+    if args.name is not None and args.count > 1:
+        raise UsageError("--name needs --count 1 (names of a batch encode their seeds)")
+    try:
+        base = params_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for i in range(args.count):
+        params = dataclasses.replace(base, seed=base.seed + i)
+        path = args.out / f"{instance_name(params)}.json"
+        write_instance(generate_from(params), path)
+        print(path)
+    return 0
