@@ -142,7 +142,8 @@ def test_tiny_mixed_schedule_evaluation() -> None:
     # memory = 64 + 16 + 56 + 36 = 172; completions 6.152 + 8 = 14.152, 3.068 + 2 = 5.068
     schedule = Schedule(0.5, np.array([AD, SD], dtype=np.int8))
     ev = evaluate(tiny(), schedule)
-    assert ev.feasible and ev.served == 2
+    assert ev.feasible
+    assert ev.served == 2
     assert ev.t_ad == pytest.approx(6.152, rel=REL)
     assert ev.t_sd == pytest.approx(3.068, rel=REL)
     assert ev.memory_bytes == pytest.approx(172.0, rel=REL)
@@ -151,10 +152,12 @@ def test_tiny_mixed_schedule_evaluation() -> None:
     # one byte short of memory, and a deadline just before u0's completion
     assert not evaluate(tiny(memory=171.0), schedule).feasible
     late = evaluate(tiny(deadlines=(14.15, 50.0)), schedule)
-    assert not late.feasible and "u0" in late.violations[0]
+    assert not late.feasible
+    assert "u0" in late.violations[0]
     # SLM weights leave at z = 1, and AD alone is then feasible
     ad_only = evaluate(tiny(memory=64 + 88), Schedule(1.0, np.array([AD, AD], dtype=np.int8)))
-    assert ad_only.feasible and ad_only.memory_bytes == 152.0
+    assert ad_only.feasible
+    assert ad_only.memory_bytes == 152.0
 
 
 # --- the literal twin on random instances ----------------------------------------------
