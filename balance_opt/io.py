@@ -386,7 +386,11 @@ def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, A
 def read_document(path: str | Path) -> tuple[str, Any]:
     """Read any project file: ``("instance", Instance)`` or ``("solution", dict)``."""
     doc = parse_json(read_bytes(path), str(path))
-    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise InputError(str(path), "", f"must hold a JSON object at the top level, got {_show(doc)[:20]}")
+    if "schema" not in doc:
+        raise InputError(str(path), "schema", "is required but missing")
+    schema = doc["schema"]
     if schema == SOLUTION_SCHEMA:
         return "solution", check_solution_dict(doc, str(path))
     if schema == INSTANCE_SCHEMA:
