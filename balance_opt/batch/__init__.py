@@ -1,0 +1,1 @@
+"""Batch machinery behind :mod:`balance_opt.runner`: tasks, executors and the results table."""

@@ -1,0 +1,190 @@
+"""A local pool of solver processes that survives its workers.
+
+``concurrent.futures`` gives up on a pool whose worker dies and cannot stop a running
+call; here every worker has its own pipe, so the pool always knows which task a worker
+holds, notices a worker that died (``os._exit``, SIGKILL, segfault) or overran its
+time limit, records that task as an ``error`` / ``time_limit`` solution, replaces the
+worker and goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from balance_opt.batch.task import Task, failed_doc
+
+Done = Callable[[Task, dict[str, Any]], None]
+
+# Overrunning solves are killed at time_limit * OVERRUN_FACTOR + grace.
+OVERRUN_FACTOR = 1.1
+DEFAULT_GRACE_S = 5.0
+# Native solver libraries spawn one thread per core unless told otherwise.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def kill_deadline(task: Task, grace_s: float) -> float | None:
+    """Seconds after which a solve counts as overrun; ``None`` without a time limit."""
+    limit = task["config"]["time_limit_s"]
+    return None if limit is None else limit * OVERRUN_FACTOR + grace_s
+
+
+def _die_with_parent() -> None:
+    # Linux: SIGKILL this worker when its parent dies (a kill -9 of the batch leaves no orphans).
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def worker_main(conn: Connection) -> None:
+    """Serve tasks until the pipe closes. Stdout goes to stderr: native banners stay off it."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from balance_opt.batch.task import solve_task
+
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(solve_task(task))
+
+
+@contextlib.contextmanager
+def _single_thread_env() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    for k in THREAD_ENV:
+        os.environ.setdefault(k, "1")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass
+class _Slot:
+    proc: Any
+    conn: Connection
+    task: Task | None = None
+    started: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        if self.task is None and self.proc.is_alive():
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
+            self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=5)
+        self.conn.close()
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+class LocalPool:
+    """``jobs`` worker processes (forkserver on Linux, else spawn), one task each at a time."""
+
+    def __init__(self, jobs: int = 1, grace_s: float = DEFAULT_GRACE_S, context: str | None = None) -> None:
+        if jobs < 1:
+            raise ValueError("jobs must be >= 1")
+        self.jobs = jobs
+        self.grace_s = grace_s
+        if context is None:
+            context = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        self.ctx: Any = mp.get_context(context)
+
+    def _spawn(self) -> _Slot:
+        parent, child = self.ctx.Pipe()
+        with _single_thread_env():
+            proc = self.ctx.Process(target=worker_main, args=(child,), daemon=True)
+            proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def run(self, tasks: Sequence[Task], on_done: Done) -> None:
+        """Solve every task; ``on_done(task, solution)`` is called in the parent, once per task."""
+        pending = deque(tasks)
+        slots: list[_Slot] = []
+        try:
+            while pending or any(s.task is not None for s in slots):
+                self._dispatch(pending, slots, on_done)
+                busy = [s for s in slots if s.task is not None]
+                if busy:
+                    wait([s.conn for s in busy] + [s.proc.sentinel for s in busy], timeout=0.1)
+                for i, s in enumerate(slots):
+                    if s.task is not None and self._check(s, on_done):
+                        s.stop()
+                        slots[i] = self._spawn()
+        finally:
+            for s in slots:
+                s.stop()
+
+    def _dispatch(self, pending: deque[Task], slots: list[_Slot], on_done: Done) -> None:
+        while pending:
+            idle = next((s for s in slots if s.task is None), None)
+            if idle is None:
+                if len(slots) >= self.jobs:
+                    return
+                idle = self._spawn()
+                slots.append(idle)
+            task = pending.popleft()
+            idle.task, idle.started = task, time.monotonic()
+            # A dead worker fails the send: _check records the crash and replaces it.
+            with contextlib.suppress(OSError):
+                idle.conn.send(task)
+
+    def _check(self, s: _Slot, on_done: Done) -> bool:
+        """Collect a finished, crashed or overrun task; True when the worker must be replaced."""
+        assert s.task is not None
+        task, elapsed = s.task, time.monotonic() - s.started
+        if s.conn.poll():
+            try:
+                doc = s.conn.recv()
+            except (EOFError, OSError):
+                doc = None
+            if doc is not None:
+                s.task = None
+                on_done(task, doc)
+                return False
+        if not s.proc.is_alive() or s.conn.closed:
+            s.proc.join(timeout=1)
+            msg = f"worker process died ({_exit_text(s.proc.exitcode)}) while solving"
+            s.task = None
+            on_done(task, failed_doc(task, "error", msg, elapsed))
+            return True
+        deadline = kill_deadline(task, self.grace_s)
+        if deadline is not None and elapsed > deadline:
+            s.proc.kill()
+            s.proc.join(timeout=5)
+            limit = task["config"]["time_limit_s"]
+            msg = f"killed after {elapsed:.2f} s, past its {limit:g} s time limit"
+            s.task = None
+            on_done(task, failed_doc(task, "time_limit", msg, elapsed))
+            return True
+        return False

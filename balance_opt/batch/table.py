@@ -1,0 +1,168 @@
+"""The results table: one flat row per solution file (``results.parquet`` and ``results.csv``).
+
+The solution files under ``RUN_DIR/solutions/`` are the source of truth; the table is a
+view rebuilt from them, so an interrupted batch never leaves a row without its file or
+a file without its row after the next run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from balance_opt.io import InputError, atomic_write, read_solution
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Work counters copied from Result.stats into their own columns, where a solver gives them.
+STAT_COLUMNS = ("nodes", "lp_iterations", "deterministic_time", "p2_optimum")
+FIRST_COLUMNS = ("instance", "instance_file", "instance_sha256", "K")
+MIDDLE_COLUMNS = (
+    "solver", "config", "config_hash", "options", "status", "served", "bound", "z", "lambda",
+    "runtime_s", "feasible", "error",
+)  # fmt: skip
+LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "solution_file")
+
+
+def _flat(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def solution_row(doc: Mapping[str, Any], solution_file: str = "") -> dict[str, Any]:
+    """The flat row of one solution document (as written by the batch runner)."""
+    run = doc.get("run") or {}
+    stats = dict(doc.get("stats") or {})
+    row: dict[str, Any] = {
+        "instance": doc["instance"],
+        "instance_file": run.get("instance_file"),
+        "instance_sha256": doc["instance_sha256"],
+        "K": run.get("users") or (len(doc["assignment"]) or None),
+    }
+    for key, value in sorted((run.get("generator") or {}).items()):
+        row[f"gen_{key}"] = _flat(value)
+    row.update(
+        solver=doc["solver"],
+        config=run.get("config", doc["solver"]),
+        config_hash=run.get("config_hash"),
+        options=json.dumps(doc["options"], sort_keys=True),
+        status=doc["status"],
+        served=doc["served"],
+        bound=doc["bound"],
+        z=doc["z"],
+        **{"lambda": doc["lambda"]},
+        runtime_s=doc["runtime_s"],
+        feasible=doc["feasible"],
+        error=doc.get("error"),
+    )
+    for key in STAT_COLUMNS:
+        value = stats.get(key)
+        row[key] = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    row.update(
+        stats=json.dumps(stats, sort_keys=True, default=str) if stats else None,
+        host=run.get("host"),
+        version=run.get("version"),
+        solution_file=solution_file,
+    )
+    return row
+
+
+def frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows as a DataFrame with the fixed column order (``gen_*`` columns after ``K``)."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    gen = sorted(c for c in df.columns if c.startswith("gen_"))
+    order = [*FIRST_COLUMNS, *gen, *MIDDLE_COLUMNS, *LAST_COLUMNS]
+    order += [c for c in df.columns if c not in order]
+    for c in order:
+        if c not in df.columns:
+            df[c] = None
+    df = df[order]
+    if len(df):
+        df = df.sort_values(["instance_file", "instance", "config"], kind="stable", na_position="last")
+    for c in ("K", "served", "bound", "nodes", "lp_iterations", "p2_optimum"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    for c in ("z", "lambda", "runtime_s", "deterministic_time"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    df["feasible"] = df["feasible"].astype("boolean")
+    return df.reset_index(drop=True)
+
+
+def write_table(run_dir: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write ``results.parquet`` and ``results.csv`` atomically."""
+    df = frame(rows)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    atomic_write(run_dir / "results.parquet", buf.getvalue())
+    atomic_write(run_dir / "results.csv", df.to_csv(index=False, lineterminator="\n"))
+
+
+def solution_files(run_dir: Path) -> list[Path]:
+    return sorted((run_dir / "solutions").glob("*.json"))
+
+
+def rows_from_solutions(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every readable solution file's row, keyed by file name."""
+    rows: dict[str, dict[str, Any]] = {}
+    for path in solution_files(run_dir):
+        try:
+            doc = read_solution(path)
+        except InputError:
+            continue  # not ours or damaged: the runner redoes its pair
+        rows[path.name] = solution_row(doc, f"solutions/{path.name}")
+    return rows
+
+
+class TableWriter:
+    """Keeps the rows of a run folder and rewrites the table at most every ``interval_s``."""
+
+    def __init__(self, run_dir: Path, interval_s: float = 1.0) -> None:
+        self.run_dir = run_dir
+        self.interval_s = interval_s
+        self.rows = rows_from_solutions(run_dir)
+        self._last = 0.0
+        self._dirty = True
+
+    def update(self, file_name: str, doc: Mapping[str, Any]) -> None:
+        self.rows[file_name] = solution_row(doc, f"solutions/{file_name}")
+        self._dirty = True
+        self.flush(force=False)
+
+    def flush(self, force: bool = True) -> None:
+        now = time.monotonic()
+        if self._dirty and (force or now - self._last >= self.interval_s):
+            write_table(self.run_dir, [self.rows[k] for k in sorted(self.rows)])
+            self._last, self._dirty = now, False
+
+
+def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Concatenate results tables: each path a run folder, a ``.parquet`` or a ``.csv`` file."""
+    import pandas as pd
+
+    frames = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            p = p / "results.parquet" if (p / "results.parquet").exists() else p / "results.csv"
+        if not p.exists():
+            raise InputError(str(p), "", "no results table here (expected a run folder or a table file)")
+        try:
+            df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        except Exception as exc:
+            raise InputError(str(p), "", f"cannot be read as a results table: {exc}") from None
+        needed = ("instance_sha256", "K", "config", "status", "served", "runtime_s")
+        missing = [c for c in needed if c not in df]
+        if missing:
+            raise InputError(str(p), "", f"is not a results table (missing columns {missing})")
+        df["run"] = str(p.parent if p.name.startswith("results.") else p)
+        frames.append(df)
+    if not frames:
+        return frame([])
+    records: list[dict[str, Any]] = pd.concat(frames, ignore_index=True).to_dict("records")  # type: ignore[assignment]
+    return frame(records)

@@ -1,0 +1,163 @@
+"""One unit of batch work: solve one instance with one configuration, as plain data.
+
+Tasks and their answers are dicts of JSON-able values, so they cross process and
+machine boundaries (local worker pool, dask) unchanged. The answer is the FORMATS.md
+solution document plus a ``run`` record (configuration, instance provenance, host,
+version): the solution file alone is enough to rebuild its results-table row.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from balance_opt import __version__
+from balance_opt.configs import SolverConfig, config_from_dict
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.instance import Instance
+from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, InputError, instance_from_dict, parse_json
+from balance_opt.result import Result, error_result
+
+Task = dict[str, Any]
+
+
+def make_task(config: SolverConfig, data: bytes, source: str, sha256: str, stem: str) -> Task:
+    """The message a worker needs: the instance's bytes, not its path (workers may be remote).
+
+    The registry entry of the solver travels along, so a solver registered at run time
+    in the parent (a plug-in, a test double) resolves the same way in a fresh worker.
+    """
+    from balance_opt.solvers import _REGISTRY
+
+    return {
+        "config": config.to_dict(),
+        "solver_target": _REGISTRY.get(config.solver),
+        "data": data,
+        "source": source,
+        "sha256": sha256,
+        "stem": stem,
+    }
+
+
+def run_record(task: Task, inst: Instance | None) -> dict[str, Any]:
+    """Provenance kept in every solution file the batch writes."""
+    cfg = task["config"]
+    return {
+        "config": cfg["name"],
+        "config_hash": config_from_dict(cfg).hash,
+        "instance_file": task["source"],
+        "stem": task["stem"],
+        "users": None if inst is None else inst.num_users,
+        "generator": None if inst is None or inst.generator is None else dict(inst.generator),
+        "host": platform.node(),
+        "version": __version__,
+    }
+
+
+def _finish(doc: dict[str, Any], task: Task, inst: Instance | None) -> dict[str, Any]:
+    doc["run"] = run_record(task, inst)
+    return doc
+
+
+def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
+    """An ``error`` solution for an instance file that could not be read."""
+    cfg = config_from_dict(task["config"])
+    doc: dict[str, Any] = {
+        "schema": SOLUTION_SCHEMA,
+        "version": FORMAT_VERSION,
+        "instance": task["stem"],
+        "instance_sha256": task["sha256"],
+        "solver": cfg.solver,
+        "options": recorded_options(cfg),
+        "status": "error",
+        "served": 0,
+        "bound": None,
+        "z": 0.0,
+        "lambda": None,
+        "assignment": {},
+        "runtime_s": 0.0,
+        "feasible": False,
+        "error": message,
+    }
+    return _finish(doc, task, None)
+
+
+def recorded_options(cfg: SolverConfig) -> dict[str, Any]:
+    """The options a solution file records (as Solver.solve records them)."""
+    out: dict[str, Any] = {**cfg.options, "seed": cfg.seed}
+    if cfg.time_limit_s is not None:
+        out["time_limit_s"] = cfg.time_limit_s
+    return out
+
+
+def failed_doc(task: Task, status: str, message: str, runtime_s: float) -> dict[str, Any]:
+    """An ``error`` or ``time_limit`` solution for a solve that raised, crashed or overran."""
+    try:
+        inst = load_task_instance(task)
+    except InputError as exc:
+        return bad_instance_doc(task, str(exc))
+    cfg = config_from_dict(task["config"])
+    options = recorded_options(cfg)
+    if status == "error":
+        res = error_result(inst, cfg.solver, options, message, runtime_s)
+    else:
+        # Killed past its limit: no schedule came back, so nobody is served.
+        schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
+        res = Result(
+            solver=cfg.solver,
+            options=options,
+            status=status,
+            schedule=schedule,
+            lam=None,
+            bound=None,
+            runtime_s=runtime_s,
+            evaluation=evaluate(inst, schedule),
+            stats={"killed": message},
+        )
+    return _finish(res.to_solution(inst, task["sha256"]), task, inst)
+
+
+def load_task_instance(task: Task) -> Instance:
+    """Parse and validate the task's instance (InputError when the file is bad)."""
+    return instance_from_dict(parse_json(task["data"], task["source"]), task["source"])
+
+
+def solve_task(task: Task) -> dict[str, Any]:
+    """Run one solve; any exception becomes an ``error`` solution (never raises)."""
+    start = time.perf_counter()
+    try:
+        inst = load_task_instance(task)
+    except InputError as exc:
+        return bad_instance_doc(task, str(exc))
+    cfg = config_from_dict(task["config"])
+    try:
+        from balance_opt.solvers import _REGISTRY, get_solver
+
+        if task.get("solver_target"):
+            _REGISTRY[cfg.solver] = task["solver_target"]
+        solver = get_solver(cfg.solver, **cfg.options)
+        res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
+    except Exception as exc:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+        message = f"{type(exc).__name__}: {exc}{where}"
+        res = error_result(inst, cfg.solver, recorded_options(cfg), message, time.perf_counter() - start)
+    return _finish(res.to_solution(inst, task["sha256"]), task, inst)
+
+
+def summary_line(doc: Mapping[str, Any]) -> str:
+    """One human line per solve (``solve`` without ``--out``)."""
+    run = doc.get("run", {})
+    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
+    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
+    users = run.get("users")
+    of = f"/{users}" if users else ""
+    tail = f" ({doc['error']})" if doc.get("error") else ""
+    return (
+        f"{doc['instance']} {run.get('config', doc['solver'])}: {doc['status']} "
+        f"served={doc['served']}{of}{bound} z={doc['z']:g}{lam} feasible={str(doc['feasible']).lower()} "
+        f"{doc['runtime_s']:.3f}s{tail}"
+    )

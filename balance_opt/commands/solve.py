@@ -1,0 +1,104 @@
+"""``balance-opt solve``: instances x solver configurations, one process per running solve."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from balance_opt.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "solve",
+        help="solve instance files with one or more solvers",
+        description="Solve every instance (a file, or a directory of *.json files) with every solver "
+        "configuration. With --out, each pair's solution is written to RUN_DIR/solutions/ and the "
+        "table RUN_DIR/results.{parquet,csv} is kept up to date; a rerun skips the pairs already done.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="instance file or directory of instance files")
+    what = p.add_argument_group("solvers")
+    what.add_argument(
+        "--solver", action="append", metavar="NAME", help="a registered solver with default options"
+    )
+    what.add_argument(
+        "--config", action="append", metavar="FILE", help="a solver configuration (solvers/NAME.toml)"
+    )
+    limits = p.add_argument_group("limits and execution")
+    limits.add_argument(
+        "--time-limit", type=float, metavar="S", help="per-solve limit for configurations without one"
+    )
+    limits.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1: timing)"
+    )
+    limits.add_argument("--executor", choices=("local", "dask"), default="local")
+    limits.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--executor dask)")
+    limits.add_argument(
+        "--retry-errors", action="store_true", help="solve pairs whose last answer was an error"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--out", metavar="RUN_DIR", help="run folder for solution files and the results table")
+    out.add_argument(
+        "--json", action="store_true", help="print the solution document (one instance, one solver)"
+    )
+    p.set_defaults(func=handler)
+
+
+def make_executor(args: argparse.Namespace) -> Any:
+    """The executor named on the command line (None: the runner's local pool)."""
+    if args.executor == "dask":
+        from balance_opt.batch.dask_executor import DaskExecutor
+
+        return DaskExecutor.connect(args.scheduler, jobs=args.jobs)
+    if args.scheduler:
+        raise UsageError("--scheduler needs --executor dask")
+    return None
+
+
+def handler(args: argparse.Namespace) -> int:
+    from balance_opt.configs import resolve_configs
+    from balance_opt.io import dumps
+    from balance_opt.runner import collect_instance_paths, read_instance_file, run_batch
+
+    if args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise UsageError("--time-limit must be > 0")
+    configs = resolve_configs(args.solver, args.config, args.time_limit)
+    paths = collect_instance_paths(args.paths)
+    if args.json and (len(paths) != 1 or len(configs) != 1):
+        raise UsageError(f"--json needs one instance and one solver, got {len(paths)} and {len(configs)}")
+    if len(paths) == 1:
+        # A single instance is not a batch: a bad file is bad input (exit status 2).
+        bad = read_instance_file(paths[0]).error
+        if bad is not None:
+            raise UsageError(bad)
+    executor = make_executor(args)
+
+    def show(doc: dict[str, Any]) -> None:
+        if args.out is None and not args.json:
+            from balance_opt.batch.task import summary_line
+
+            print(summary_line(doc), flush=True)
+
+    outcome = run_batch(
+        paths,
+        configs,
+        args.out,
+        executor=executor,
+        jobs=args.jobs,
+        progress=None if args.out else False,
+        on_solution=show,
+        retry_errors=args.retry_errors,
+    )
+    if args.json:
+        sys.stdout.write(dumps(outcome.solutions[0]))
+    elif args.out is not None:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items())) or "nothing new"
+        print(
+            f"{outcome.solved} solved ({counts}), {outcome.skipped} already done; "
+            f"results in {args.out}/results.parquet",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,88 @@
+"""Test-double solvers for the batch machinery's failure paths.
+
+Registered per test (``monkeypatch.setitem(balance_opt.solvers._REGISTRY, ...)``); the
+registry entry travels with each task, so worker processes resolve them too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from balance_opt.evaluate import Schedule
+from balance_opt.instance import Instance
+from balance_opt.result import SolverOutput
+from balance_opt.solvers.base import Solver
+
+DOUBLES = {
+    "test-empty": "tests.doubles:EmptySolver",
+    "test-raise": "tests.doubles:RaisingSolver",
+    "test-exit": "tests.doubles:ExitingSolver",
+    "test-sigkill": "tests.doubles:SigkillSolver",
+    "test-sleep": "tests.doubles:SleepingSolver",
+    "test-chatty": "tests.doubles:ChattySolver",
+}
+
+
+class EmptySolver(Solver):
+    """Serves nobody after ``sleep_s`` seconds (a feasible, deterministic answer)."""
+
+    name = "test-empty"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 0.0}
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        time.sleep(self.options["sleep_s"])
+        return SolverOutput(Schedule.empty(instance.num_users, 1.0), "feasible", stats={"nodes": 7})
+
+
+class RaisingSolver(EmptySolver):
+    name = "test-raise"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        raise RuntimeError("boom from the solver")
+
+
+class ExitingSolver(EmptySolver):
+    name = "test-exit"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        os._exit(3)
+
+
+class SigkillSolver(EmptySolver):
+    name = "test-sigkill"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
+class SleepingSolver(EmptySolver):
+    """Ignores its time limit: sleeps ``sleep_s`` (default one minute)."""
+
+    name = "test-sleep"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 60.0}
+
+
+class ChattySolver(EmptySolver):
+    """Writes to file descriptor 1 from C level, as a native solver's banner does."""
+
+    name = "test-chatty"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        os.write(1, b"Running HiGHS-like banner on fd 1\n")
+        print("and a Python print")
+        return super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
