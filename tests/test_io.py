@@ -1,0 +1,157 @@
+"""File formats (FORMATS.md): every rule rejected with file, JSON path and rule; round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.instance import Instance
+from balance_opt.io import (
+    InputError,
+    instance_bytes,
+    instance_from_dict,
+    instance_to_dict,
+    parse_json,
+    read_bytes,
+    read_document,
+    read_instance,
+    read_solution,
+    sha256_bytes,
+    write_instance,
+)
+from balance_opt.result import SolverOutput, make_result
+from tests.strategies import small_instances
+
+FIXTURES = Path(__file__).parent / "fixtures"
+INVALID = FIXTURES / "invalid"
+VALID = FIXTURES / "valid"
+TINY = VALID / "tiny-K2.json"
+
+# fixture name -> (JSON path the message must name, fragment of the rule)
+EXPECTED: dict[str, tuple[str, str]] = {
+    "not-json": ("", "not valid JSON"),
+    "nan": ("", "numbers must be finite"),
+    "infinity": ("", "numbers must be finite"),
+    "duplicate-key": ("", "duplicate key"),
+    "top-level-array": ("", "JSON object at the top level"),
+    "wrong-schema": ("schema", "must be 'balance-opt/instance'"),
+    "missing-schema": ("schema", "required"),
+    "wrong-version": ("version", "must be 1"),
+    "version-as-string": ("version", "must be 1"),
+    "missing-name": ("name", "required"),
+    "missing-server": ("server", "required"),
+    "missing-llm": ("llm", "required"),
+    "missing-slm": ("slm", "required"),
+    "missing-users": ("users", "required"),
+    "missing-server-field": ("server.draft_length", "required"),
+    "missing-model-field": ("llm.ffn", "required"),
+    "missing-user-field": ("users[1].acceptance", "required"),
+    "server-not-object": ("server", "JSON object"),
+    "string-for-number": ("users[0].deadline_s", "must be a number"),
+    "boolean-for-integer": ("llm.layers", "must be an integer"),
+    "boolean-for-number": ("server.memory_bytes", "must be a number"),
+    "float-for-integer": ("users[1].input_tokens", "must be an integer"),
+    "whole-float-for-integer": ("server.draft_length", "must be an integer"),
+    "negative-length": ("users[0].output_tokens", "integer >= 1"),
+    "zero-length": ("users[0].input_tokens", "integer >= 1"),
+    "zero-heads": ("slm.heads", "integer >= 1"),
+    "acceptance-zero": ("users[0].acceptance", "0 < value < 1"),
+    "acceptance-one": ("users[1].acceptance", "0 < value < 1"),
+    "beta-negative": ("slm.beta_s", ">= 0"),
+    "alpha-zero": ("llm.alpha_s_per_flop", "> 0"),
+    "memory-zero": ("server.memory_bytes", "> 0"),
+    "deadline-negative": ("users[1].deadline_s", "> 0"),
+    "bandwidth-zero": ("users[0].downlink_bandwidth_hz", "> 0"),
+    "grid-empty": ("server.z_grid", "non-empty list"),
+    "grid-not-increasing": ("server.lambda_grid[2]", "strictly increasing"),
+    "grid-outside-unit": ("server.z_grid[2]", "in [0, 1]"),
+    "grid-not-list": ("server.z_grid", "non-empty list"),
+    "duplicate-user-id": ("users[1].id", "unique"),
+    "non-string-id": ("users[0].id", "must be a string"),
+    "users-empty": ("users", "non-empty list"),
+    "user-not-object": ("users[1]", "JSON object"),
+    "distance-negative": ("users[0].distance_m", ">= 0"),
+    "model-name-not-string": ("slm.name", "must be a string"),
+    "solution-bad-status": ("status", "must be one of optimal, feasible, time_limit, error"),
+    "solution-bad-mode": ("assignment.u1", 'must be "ad", "sd" or "none"'),
+    "solution-missing-user": ("assignment", "missing ['u1']"),
+    "solution-unknown-user": ("assignment", "does not have"),
+    "solution-served-negative": ("served", "integer >= 0"),
+    "solution-z-outside": ("z", "in [0, 1]"),
+    "solution-bad-sha": ("instance_sha256", "64 lowercase hex digits"),
+    "solution-feasible-not-bool": ("feasible", "true or false"),
+    "solution-error-without-message": ("error", "required"),
+}
+
+
+def test_every_fixture_has_an_expectation() -> None:
+    assert sorted(p.stem for p in INVALID.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_invalid_fixture_is_rejected(name: str) -> None:
+    path = INVALID / f"{name}.json"
+    want_path, want_rule = EXPECTED[name]
+    is_solution = name.startswith("solution-")
+    tiny = read_instance(TINY) if is_solution else None
+    with pytest.raises(InputError) as info:
+        read_solution(path, tiny) if is_solution else read_document(path)
+    err = info.value
+    assert err.source == str(path)
+    assert err.path == want_path
+    assert want_rule in err.rule
+    assert str(path) in str(err)
+    assert "\n" not in str(err)
+    if not is_solution:  # the instance reader agrees on the path
+        with pytest.raises(InputError) as again:
+            read_instance(path)
+        assert again.value.path == want_path
+
+
+def test_valid_fixtures_round_trip_to_identical_bytes() -> None:
+    for path in sorted(VALID.glob("*.json")):
+        kind, doc = read_document(path)
+        if kind == "instance":
+            assert instance_bytes(doc) == path.read_bytes(), path
+    sol = read_solution(VALID / "tiny-K2-solution.json", read_instance(TINY))
+    assert sol["instance_sha256"] == sha256_bytes(read_bytes(TINY))
+
+
+def test_unknown_fields_are_ignored() -> None:
+    doc = parse_json(TINY.read_bytes(), "tiny")
+    doc["future_field"] = {"x": 1}
+    doc["users"][0]["colour"] = "blue"
+    assert instance_from_dict(doc) == read_instance(TINY)
+
+
+def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot be read"):
+        read_instance(tmp_path / "nope.json")
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_instances())
+def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, inst: Instance) -> None:
+    path = tmp_path_factory.mktemp("rt") / "inst.json"
+    write_instance(inst, path)
+    back = read_instance(path)
+    assert back == inst
+    assert instance_bytes(back) == path.read_bytes()
+    assert instance_to_dict(back) == instance_to_dict(inst)
+
+
+def test_solution_document_of_a_result_validates(tmp_path: Path) -> None:
+    inst = read_instance(TINY)
+    schedule = Schedule(0.5, np.array([1, 2], dtype=np.int8))
+    result = make_result(inst, "hand", {}, SolverOutput(schedule, "feasible", objective=2), 0.01)
+    doc = result.to_solution(inst, sha256_bytes(read_bytes(TINY)))
+    path = tmp_path / "sol.json"
+    path.write_text(json.dumps(doc))
+    back = read_solution(path, inst)
+    assert back["served"] == evaluate(inst, schedule).served == 2
+    assert back["feasible"] is True
