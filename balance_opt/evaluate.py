@@ -111,10 +111,14 @@ class Evaluation:
         return (self.served / k if k else 0.0) if self.feasible else 0.0
 
     def to_dict(self, inst: Instance) -> dict[str, Any]:
-        """JSON form (FORMATS.md: ``balance-opt evaluate --json``)."""
+        """JSON form (FORMATS.md: ``balance-opt evaluate --json``).
 
-        def num(x: float) -> float | None:
-            return None if math.isnan(x) else float(x)
+        JSON has no infinity: a latency that never ends (a mode given no compute, D7)
+        and an unserved user's completion become ``null``; the violations say why.
+        """
+
+        def num(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(x)
 
         return {
             "feasible": self.feasible,
@@ -122,8 +126,8 @@ class Evaluation:
             "num_ad": self.num_ad,
             "num_sd": self.num_sd,
             "z": self.z,
-            "t_ad": self.t_ad,
-            "t_sd": self.t_sd,
+            "t_ad": num(self.t_ad),
+            "t_sd": num(self.t_sd),
             "memory_bytes": self.memory_bytes,
             "memory": {
                 "capacity": inst.server.memory_bytes,
@@ -135,9 +139,9 @@ class Evaluation:
             },
             "modes": {
                 name: {
-                    "latency_s": cost.latency_s,
+                    "latency_s": num(cost.latency_s),
                     "upload_s": cost.upload_s,
-                    "compute_s": cost.compute_s,
+                    "compute_s": num(cost.compute_s),
                     "fixed_s": cost.fixed_s,
                     "kv_bytes": cost.kv_bytes,
                 }
