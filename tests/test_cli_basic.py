@@ -1,0 +1,159 @@
+"""``balance-opt generate / validate / evaluate``: exit codes, messages, --help, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from balance_opt.cli import main
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.io import read_instance
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY = FIXTURES / "valid" / "tiny-K2.json"
+TINY_SOLUTION = FIXTURES / "valid" / "tiny-K2-solution.json"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", ["generate", "validate", "evaluate"])
+def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert f"usage: balance-opt {command}" in capsys.readouterr().out
+
+
+def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted((FIXTURES / "valid").glob("*.json"))
+    code, out, err = run(capsys, "validate", *files, "--instance", TINY)
+    assert code == 0
+    assert err == ""
+    assert f"{TINY}: ok (instance, K=2)" in out.splitlines()
+    assert f"{FIXTURES / 'valid' / 'fig4-K3-s0007.json'}: ok (instance, K=3)" in out.splitlines()
+    assert any(line.startswith(f"{TINY_SOLUTION}: ok (solution") for line in out.splitlines())
+
+
+def test_validate_bad_files_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
+    bad = sorted((FIXTURES / "invalid").glob("*.json"))
+    code, out, err = run(capsys, "validate", TINY, *bad, "--instance", TINY)
+    assert code == 2
+    assert out.splitlines() == [f"{TINY}: ok (instance, K=2)"]
+    lines = err.splitlines()
+    assert len(lines) == len(bad)
+    for line, path in zip(lines, bad, strict=True):
+        assert str(path) in line
+    assert "Traceback" not in err
+    assert "users[1].acceptance: must be a finite number with 0 < value < 1" in err
+
+
+def test_validate_solution_of_other_instance(capsys: pytest.CaptureFixture[str]) -> None:
+    other = FIXTURES / "valid" / "fig4-K3-s0007.json"
+    code, _, err = run(capsys, "validate", TINY_SOLUTION, "--instance", other)
+    assert code == 2
+    assert "assignment" in err
+
+
+def test_evaluate_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "evaluate", TINY, TINY_SOLUTION, "--json")
+    assert code == 0
+    assert err == ""
+    doc = json.loads(out)
+    ev = evaluate(read_instance(TINY), Schedule(0.5, np.array([1, 2], dtype=np.int8)))
+    assert doc["feasible"] is True
+    assert doc["served"] == 2
+    assert doc["t_ad"] == ev.t_ad
+    assert doc["t_sd"] == ev.t_sd
+    assert doc["memory_bytes"] == ev.memory_bytes == pytest.approx(172.0)
+    assert doc["violations"] == []
+    assert doc["instance_sha256_matches"] is True
+    assert [u["mode"] for u in doc["users"]] == ["ad", "sd"]
+
+
+def test_evaluate_inline_schedule_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "evaluate", TINY, "--z", "1", "--assign", "u0=ad,u1=sd", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["feasible"] is False
+    assert doc["t_sd"] is None  # SD has no compute at z = 1 (D7)
+    assert any("SD user(s) at z = 1" in v for v in doc["violations"])
+    code, out, _ = run(capsys, "evaluate", TINY, "--z", "0.5", "--assign", "u0=ad")
+    assert code == 0
+    for fragment in (
+        "feasible, served 1/2",
+        "upload",
+        "compute",
+        "fixed passes",
+        "weights LLM",
+        "KV cache SD",
+        "free",
+        "slack_s",
+        "violations: none",
+    ):
+        assert fragment in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["evaluate", "missing.json", "--z", "0.5"], "cannot be read"),
+        (["evaluate", str(TINY), "--z", "0.5", "--assign", "u9=ad"], "no user 'u9'"),
+        (["evaluate", str(TINY), "--z", "0.5", "--assign", "u0=fast"], "ID=ad|sd|none"),
+        (["evaluate", str(TINY), "--z", "1.5"], "--z must be in [0, 1]"),
+        (["evaluate", str(TINY)], "give a SOLUTION file"),
+        (["evaluate", str(TINY), str(TINY_SOLUTION), "--z", "0.5"], "not both"),
+        (["evaluate", str(TINY), str(FIXTURES / "invalid" / "solution-missing-user.json")], "missing ['u1']"),
+        (["evaluate", str(FIXTURES / "invalid" / "nan.json"), "--z", "0.5"], "not valid JSON"),
+        (["generate", "--out", "x", "--acceptance", "0.5,1.5"], "acceptance"),
+        (["generate", "--out", "x", "--grid-step", "0.3"], "--grid-step"),
+        (["generate", "--out", "x", "--hardware", "tpu"], "unknown hardware"),
+        (["generate", "--out", "x", "--count", "0"], "--count"),
+    ],
+)
+def test_bad_input_exit_2_one_line(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_fig1_compare_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "generate", "--preset", "fig1", "--output-tokens", "600", "--out", tmp_path)
+    assert code == 0
+    path = Path(out.strip())
+    code, out, _ = run(capsys, "evaluate", path, "--compare-modes")
+    assert code == 0
+    assert "SD needs 18.3% more memory than AD" in out
+    code, out, _ = run(capsys, "evaluate", path, "--compare-modes", "--json")
+    doc = json.loads(out)
+    assert round(doc["sd_more_memory_pct"], 1) == 18.3
+    assert doc["ad"]["memory_bytes"] < doc["sd"]["memory_bytes"]
+
+
+def test_console_script_exit_status(tmp_path: Path) -> None:
+    """The real process: exit 2 and one stderr line, no traceback."""
+    bad = FIXTURES / "invalid" / "acceptance-one.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "balance_opt.cli", "validate", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1
+    assert "users[1].acceptance" in proc.stderr
