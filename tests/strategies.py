@@ -111,3 +111,18 @@ def instances_and_schedules(draw: st.DrawFn, **kwargs: Any) -> tuple[Instance, S
     """An instance together with one random schedule of it."""
     inst = draw(small_instances(**kwargs))
     return inst, draw(random_schedules(inst))
+
+
+@st.composite
+def generated_instances(
+    draw: st.DrawFn,
+    presets: tuple[str, ...] = ("fig4", "fig5", "tight-memory"),
+    min_users: int = 1,
+    max_users: int = 8,
+) -> Instance:
+    """An instance from :func:`balance_opt.generator.generate` with a random preset, K and seed."""
+    from balance_opt.generator import generate
+
+    preset = draw(st.sampled_from(presets))
+    users = draw(st.integers(min_users, max_users))
+    return generate(preset, users=users, seed=draw(st.integers(0, 10_000)))

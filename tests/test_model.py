@@ -13,7 +13,7 @@ from balance_opt import model
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.instance import Instance, LanguageModel, Server
 from tests import literal_model as lit
-from tests.strategies import instances_and_schedules, small_instances
+from tests.strategies import generated_instances, instances_and_schedules, random_schedules, small_instances
 
 REL = 1e-12
 
@@ -160,6 +160,11 @@ def test_tiny_mixed_schedule_evaluation() -> None:
     assert ad_only.memory_bytes == 152.0
 
 
+def test_tiny_fixture_file_is_the_hand_instance(tiny_instance: Instance) -> None:
+    hand = tiny().replace(description=tiny_instance.description, distance_m=tiny_instance.distance_m)
+    assert tiny_instance == hand
+
+
 # --- the literal twin on random instances ----------------------------------------------
 
 
@@ -247,3 +252,16 @@ def test_user_contributions_add_up_to_mode_latency(pair: tuple[Instance, Schedul
         ref = lit.sd_literal(inst, sd_set.tolist(), z)
         assert _close(total, ref.latency)
         assert _close(float(model.sd_user_memory(inst, L3, L4, n).sum()), ref.kv_bytes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_evaluate_matches_literal_on_generated_instances(data: st.DataObject) -> None:
+    """The paper's presets (long prompts, tight memory) through both implementations."""
+    inst = data.draw(generated_instances(max_users=6))
+    schedule = data.draw(random_schedules(inst))
+    ev = evaluate(inst, schedule)
+    verdict = lit.evaluate_literal(inst, schedule.z, schedule.modes.tolist())
+    assert _close(ev.t_ad, verdict.t_ad)
+    assert _close(ev.t_sd, verdict.t_sd)
+    assert _close(ev.memory_bytes, verdict.memory)
