@@ -1,0 +1,171 @@
+"""Statistics of a results table: intervals, optima, gaps, runtimes, performance profiles.
+
+Everything here reads only the flat results table (:mod:`balance_opt.batch.table`).
+Conventions, stated once and repeated in every report:
+
+- normalized throughput = served / K per row; ``error`` and killed rows serve 0
+- mean with a two-sided 95% Student-t interval over the rows (seeds) of a group
+- an instance's proved optimum = ``served`` of any ``optimal`` row with its sha256;
+  P2's optimum = any row's ``p2_optimum`` for that sha256
+- shifted geometric mean runtime ``exp(mean(log(t + s))) - s`` with shift ``s = 1 ms``
+  (heuristics finish in milliseconds, so a 1 s shift as for MILP benchmarks would hide
+  them), over rows that are not ``error``
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SGM_SHIFT_S = 1e-3
+CONFIDENCE = 0.95
+SOLVED_STATUSES = ("optimal", "feasible")
+
+# Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = (
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+)  # fmt: skip
+
+
+def t_quantile_975(df: int) -> float:
+    """``t_{0.975, df}``: table up to 30, Cornish-Fisher expansion beyond (error < 1e-4)."""
+    if df < 1:
+        return math.nan
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959963984540054
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    return z + g1 / df + g2 / df**2 + g3 / df**3
+
+
+def mean_ci(values: Any) -> tuple[float, float, float]:
+    """Mean and the 95% t-interval (``nan`` bounds for fewer than two values)."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, math.nan, math.nan
+    half = t_quantile_975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return m, m - half, m + half
+
+
+def shifted_geomean(values: Any, shift: float = SGM_SHIFT_S) -> float:
+    """``exp(mean(log(t + shift))) - shift``."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return math.nan
+    return float(np.exp(np.log(x + shift).mean()) - shift)
+
+
+def with_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``throughput``, ``optimum``, ``p2_opt``, gaps and ratios (per row)."""
+    out = df.copy()
+    out["throughput"] = out["served"].astype(float) / out["K"].astype(float)
+    optimal = out[out["status"] == "optimal"]
+    opt = optimal.groupby("instance_sha256")["served"].max()
+    out["optimum"] = out["instance_sha256"].map(opt).astype(float)
+    p2 = out.dropna(subset=["p2_optimum"]).groupby("instance_sha256")["p2_optimum"].max()
+    out["p2_opt"] = out["instance_sha256"].map(p2).astype(float)
+    served = out["served"].astype(float)
+    out["gap_abs"] = out["optimum"] - served
+    out["gap_rel"] = np.where(out["optimum"] > 0, out["gap_abs"] / out["optimum"], np.nan)
+    out["ratio"] = np.where(out["optimum"] > 0, served / out["optimum"], np.nan)
+    out["ratio_p2"] = np.where(out["p2_opt"] > 0, served / out["p2_opt"], np.nan)
+    out["infeasible"] = (~out["feasible"].fillna(False).astype(bool)) & (out["status"] != "error")
+    out["infeasible"] |= out["error"].fillna("").astype(str).str.contains("infeasible")
+    return out
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (columns documented in the module docstring)."""
+    d = with_derived(df)
+    rows = []
+    for config, g in d.groupby("config", sort=True):
+        m, lo, hi = mean_ci(g["throughput"])
+        known = g.dropna(subset=["optimum"])
+        known_p2 = g.dropna(subset=["p2_opt"])
+        timed = g[g["status"] != "error"]["runtime_s"]
+        rows.append(
+            {
+                "config": config,
+                "solver": ",".join(sorted(set(g["solver"].astype(str)))),
+                "rows": len(g),
+                "solved": int(g["status"].isin(SOLVED_STATUSES).sum()),
+                "optimal": int((g["status"] == "optimal").sum()),
+                "time_limit": int((g["status"] == "time_limit").sum()),
+                "error": int((g["status"] == "error").sum()),
+                "infeasible": int(g["infeasible"].sum()),
+                "throughput_mean": m,
+                "throughput_ci_low": lo,
+                "throughput_ci_high": hi,
+                "with_optimum": len(known),
+                "gap_abs_mean": known["gap_abs"].mean() if len(known) else math.nan,
+                "gap_abs_max": known["gap_abs"].max() if len(known) else math.nan,
+                "gap_rel_mean": known["gap_rel"].mean() if len(known) else math.nan,
+                "ratio_min": known["ratio"].min() if len(known) else math.nan,
+                "below_half": int((known["ratio"] < 0.5).sum()),
+                "with_p2_optimum": len(known_p2),
+                "ratio_p2_min": known_p2["ratio_p2"].min() if len(known_p2) else math.nan,
+                "below_half_p2": int((known_p2["ratio_p2"] < 0.5).sum()),
+                "runtime_sgm_s": shifted_geomean(timed),
+                "runtime_max_s": float(timed.max()) if len(timed) else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def swept_parameters(df: pd.DataFrame) -> list[str]:
+    """Generator columns that take more than one numeric value (the sweep axes)."""
+    out = []
+    for c in sorted(df.columns):
+        if not c.startswith("gen_") or c in ("gen_seed", "gen_name"):
+            continue
+        values = pd.to_numeric(df[c], errors="coerce")
+        if values.notna().all() and values.nunique() > 1:
+            out.append(c)
+    return out
+
+
+def sweep_slice(df: pd.DataFrame, param: str) -> pd.DataFrame:
+    """Rows of the sweep over ``param``: every other generator setting at its most common value."""
+    keep = pd.Series(True, index=df.index)
+    for c in df.columns:
+        if c.startswith("gen_") and c not in (param, "gen_seed", "gen_name") and df[c].nunique() > 1:
+            keep &= df[c] == df[c].mode(dropna=True).iloc[0]
+    return df[keep]
+
+
+def sweep_table(df: pd.DataFrame, param: str) -> pd.DataFrame:
+    """Mean normalized throughput and 95% interval per (configuration, swept value)."""
+    d = with_derived(sweep_slice(df, param))
+    d = d.assign(value=pd.to_numeric(d[param]))
+    rows = []
+    for (config, value), g in d.groupby(["config", "value"], sort=True):
+        m, lo, hi = mean_ci(g["throughput"])
+        rows.append(
+            {"config": config, param: value, "n": len(g), "throughput_mean": m, "ci_low": lo, "ci_high": hi}
+        )
+    return pd.DataFrame(rows)
+
+
+def performance_profile(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Dolan-More runtime ratios: one row per instance, one column per configuration.
+
+    A row that is not ``optimal`` or ``feasible`` counts as unsolved (ratio infinity).
+    Only instances every configuration ran are kept.
+    """
+    t = df.assign(t=np.where(df["status"].isin(SOLVED_STATUSES), df["runtime_s"].astype(float), np.inf))
+    wide = t.pivot_table(index="instance_sha256", columns="config", values="t", aggfunc="min").dropna()
+    best = wide.replace(np.inf, np.nan).min(axis=1).clip(lower=1e-9)
+    ratios = wide.div(best, axis=0).replace(np.nan, np.inf)
+    return ratios, list(wide.columns)
