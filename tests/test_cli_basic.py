@@ -20,7 +20,10 @@ TINY_SOLUTION = FIXTURES / "valid" / "tiny-K2-solution.json"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse's own usage errors
+        code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -117,6 +120,10 @@ def test_evaluate_inline_schedule_and_text(capsys: pytest.CaptureFixture[str]) -
         (["generate", "--out", "x", "--grid-step", "0.3"], "--grid-step"),
         (["generate", "--out", "x", "--hardware", "tpu"], "unknown hardware"),
         (["generate", "--out", "x", "--count", "0"], "--count"),
+        (["generate", "--preset", "fig4"], "required: --out"),
+        (["generate", "--out", "x", "--z-grid", "0,a"], "comma-separated numbers"),
+        (["evaluate", str(TINY), "--z", "abc"], "invalid float value"),
+        (["validate"], "required: FILE"),
     ],
 )
 def test_bad_input_exit_2_one_line(

@@ -176,7 +176,7 @@ def _close(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=0.0)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(small_instances())
 def test_derived_quantities_match_literal(inst: Instance) -> None:
     g, ld, theta = inst.server.bits_per_token, inst.server.draft_length, inst.server.bytes_per_param
@@ -190,7 +190,7 @@ def test_derived_quantities_match_literal(inst: Instance) -> None:
     assert inst.slm_kv_bytes_per_token == lit.kv(inst.slm, theta)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(instances_and_schedules(), st.sampled_from([0.1, 0.3, 0.5, 0.9]))
 def test_modes_match_literal(pair: tuple[Instance, Schedule], z: float) -> None:
     inst, schedule = pair
@@ -205,7 +205,7 @@ def test_modes_match_literal(pair: tuple[Instance, Schedule], z: float) -> None:
     assert _close(sd.kv_bytes, sd_lit.kv_bytes) or sd.kv_bytes == sd_lit.kv_bytes == 0.0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(instances_and_schedules())
 def test_evaluate_matches_literal(pair: tuple[Instance, Schedule]) -> None:
     inst, schedule = pair
