@@ -11,6 +11,10 @@ a workload sum, a latency or a KV total, and drops one deadline. So
 
 * an infeasible partial assignment has no feasible extension (its subtree is skipped);
 * a user that cannot be served alone in a mode at this z is never tried in it;
+* a mode's latency never drops when users join it, so a user whose deadline a mode's
+  current latency already misses can never join that mode; and every further user adds
+  at least the KV bytes it needs when served alone: a subtree in which too few of the
+  remaining users can still join cannot beat the incumbent;
 * a subtree whose served count plus its servable remaining users cannot beat the
   incumbent is skipped (only strict improvements are kept), and the search stops
   once all K users are served.
@@ -38,10 +42,13 @@ from balance_opt.result import SolverOutput
 from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.base import Solver
 
-# Above this many users the search is refused unless ``force=True`` (3^15 > 14 million).
-MAX_USERS = 14
+# Above this many users the search is refused unless ``force=True``: 3^K grows past
+# 10^8 beyond K = 16, the largest K of the paper's Fig. 6.
+MAX_USERS = 16
 # How often (in nodes) the clock is read for the time limit.
 _CLOCK_EVERY = 512
+# Relative widening of the memory room in the pruning bound (safety against rounding).
+_BOUND_MARGIN = 1e-6
 
 
 class _TimeUp(Exception):
@@ -73,12 +80,17 @@ class _Search:
     limit: float = field(init=False)
     alone: NDArray[np.bool_] = field(init=False)  # per user: servable alone in (AD, SD)
     suffix: list[int] = field(init=False)  # suffix[i]: users i.. servable alone in some mode
+    min_kv: list[float] = field(init=False)  # per user: least KV bytes it adds to any set
+    by_kv: list[int] = field(init=False)  # servable users, min_kv ascending
+    latest: list[float] = field(init=False)  # per user: largest mode latency it tolerates
 
     def __post_init__(self) -> None:
         inst = self.inst
         self.modes = np.zeros(inst.num_users, dtype=np.int8)
         self.slm_weights = inst.slm_weight_bytes if self.z < 1.0 else 0.0  # D7, (21d)
         self.limit = inst.server.memory_bytes * (1.0 + REL_TOL)
+        tolerated = inst.deadline_s * (1.0 + REL_TOL) * (1.0 + _BOUND_MARGIN) - inst.download_s
+        self.latest = tolerated.tolist()
 
     def fits(self, ad: ModeCost, sd: ModeCost) -> bool:
         """Memory (21d), summed in the evaluator's order, and the P2 caps (22c), (22d)."""
@@ -101,12 +113,21 @@ class _Search:
         return (ad, sd) if ok and self.fits(ad, sd) else None
 
     def servable(self) -> NDArray[np.bool_]:
-        """Per user and mode: can it be served alone? (columns AD, SD)."""
+        """Per user and mode: can it be served alone? (columns AD, SD).
+
+        Also records in :attr:`min_kv` the smallest KV bytes of a user served alone: adding
+        it to any set adds at least that much, since its own padded lengths can only grow
+        and the other members' caches never shrink (15), (16).
+        """
         k_all = self.inst.num_users
         alone = np.zeros((k_all, 2), dtype=bool)
+        self.min_kv = [np.inf] * k_all
         for k in range(k_all):
-            alone[k, 0] = self.z > 0.0 and self.try_mode(k, AD, EMPTY_MODE, EMPTY_MODE) is not None
-            alone[k, 1] = self.z < 1.0 and self.try_mode(k, SD, EMPTY_MODE, EMPTY_MODE) is not None
+            for column, mode, allowed in ((0, AD, self.z > 0.0), (1, SD, self.z < 1.0)):
+                costs = self.try_mode(k, mode, EMPTY_MODE, EMPTY_MODE) if allowed else None
+                if costs is not None:
+                    alone[k, column] = True
+                    self.min_kv[k] = min(self.min_kv[k], costs[column].kv_bytes)
         return alone
 
     def run(self) -> None:
@@ -114,7 +135,35 @@ class _Search:
         self.alone = self.servable()
         servable = (self.alone[:, 0] | self.alone[:, 1]).tolist()
         self.suffix = [sum(servable[i:]) for i in range(len(servable) + 1)]
+        self.by_kv = sorted(
+            (k for k in range(len(servable)) if servable[k]), key=lambda k: (self.min_kv[k], k)
+        )
         self._dfs(0, 0, EMPTY_MODE, EMPTY_MODE)
+
+    def bound(self, i: int, ad: ModeCost, sd: ModeCost) -> int:
+        """How many of users ``i..`` any extension of the current sets can still serve.
+
+        Two relaxations, widened by ``_BOUND_MARGIN`` so that rounding cannot make them
+        tighter than the evaluator: a mode's latency never drops when users join it, so a
+        user whose deadline the current latency of a mode already misses cannot join that
+        mode; and each joining user adds at least its ``min_kv`` bytes to memory (21d).
+        """
+        used = self.inst.llm_weight_bytes + self.slm_weights + ad.kv_bytes + sd.kv_bytes
+        room = self.limit * (1.0 + _BOUND_MARGIN) - used
+        t_ad = -np.inf if ad.latency_s is None else ad.latency_s
+        t_sd = -np.inf if sd.latency_s is None else sd.latency_s
+        fit = 0
+        for k in self.by_kv:
+            if k < i:
+                continue
+            latest = self.latest[k]
+            if not ((self.alone[k, 0] and t_ad <= latest) or (self.alone[k, 1] and t_sd <= latest)):
+                continue
+            room -= self.min_kv[k]
+            if room < 0.0:
+                break
+            fit += 1
+        return fit
 
     def _dfs(self, i: int, served: int, ad: ModeCost, sd: ModeCost) -> bool:
         """Visit the node where users ``0..i-1`` are decided; True to stop the search."""
@@ -131,6 +180,8 @@ class _Search:
             if served == self.inst.num_users:
                 return True
         if i == self.inst.num_users or served + self.suffix[i] <= self.best:
+            return False
+        if served + self.bound(i, ad, sd) <= self.best:
             return False
         for mode, column in ((AD, 0), (SD, 1)):
             if not self.alone[i, column]:
