@@ -353,9 +353,14 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
     status = c.get(doc, "status", "")
     if status not in STATUSES:
         raise c.fail("status", f"must be one of {', '.join(STATUSES)}, got {_show(status)}")
-    c.integer(doc, "served", "", minimum=0)
-    if c.get(doc, "bound", "") is not None:
-        c.integer(doc, "bound", "", minimum=0)
+    served = c.integer(doc, "served", "", minimum=0)
+    if status == "error" and served != 0:
+        raise c.fail("served", f'must be 0 when status is "error", got {served}')
+    bound = c.get(doc, "bound", "")
+    if bound is not None:
+        bound = c.integer(doc, "bound", "", minimum=0)
+    if status == "optimal" and bound != served:
+        raise c.fail("bound", f'must equal served ({served}) when status is "optimal", got {_show(bound)}')
     c.number(doc, "z", "", "in [0, 1]", lambda x: 0.0 <= x <= 1.0)
     if c.get(doc, "lambda", "") is not None:
         c.number(doc, "lambda", "", "in [0, 1] or null", lambda x: 0.0 <= x <= 1.0)
