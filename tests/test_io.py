@@ -86,6 +86,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "solution-bad-sha": ("instance_sha256", "64 lowercase hex digits"),
     "solution-feasible-not-bool": ("feasible", "true or false"),
     "solution-error-without-message": ("error", "required"),
+    "solution-error-with-served": ("served", 'must be 0 when status is "error"'),
+    "solution-optimal-without-proof": ("bound", 'must equal served (2) when status is "optimal"'),
 }
 
 
