@@ -190,6 +190,8 @@ def preset_params(preset: str = "fig4", **overrides: Any) -> GeneratorParams:
     if unknown:
         raise ValueError(f"unknown generator parameter(s): {', '.join(unknown)}")
     values: dict[str, Any] = {**PRESETS[preset], **overrides, "preset": preset}
+    if "memory_bytes" in overrides and "kv_budget_tokens" not in overrides:
+        values["kv_budget_tokens"] = None  # an explicit capacity replaces a preset's KV budget
     return GeneratorParams(**values)
 
 

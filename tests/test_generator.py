@@ -151,6 +151,7 @@ def test_tight_memory_preset_binds() -> None:
     inst = generate("tight-memory", seed=1)
     tokens = 3000.0 * (inst.llm_kv_bytes_per_token + inst.slm_kv_bytes_per_token)
     assert inst.server.memory_bytes == pytest.approx(inst.llm_weight_bytes + inst.slm_weight_bytes + tokens)
+    assert generate("tight-memory", memory_bytes=13e9).server.memory_bytes == 13e9
     everyone_ad = evaluate(inst, Schedule(0.5, np.full(inst.num_users, AD, dtype=np.int8)))
     assert any("memory" in v for v in everyone_ad.violations)
 
