@@ -24,6 +24,7 @@ DOUBLES = {
     "test-sigkill": "tests.doubles:SigkillSolver",
     "test-sleep": "tests.doubles:SleepingSolver",
     "test-chatty": "tests.doubles:ChattySolver",
+    "test-infeasible": "tests.doubles:InfeasibleSolver",
 }
 
 
@@ -86,3 +87,15 @@ class ChattySolver(EmptySolver):
         os.write(1, b"Running HiGHS-like banner on fd 1\n")
         print("and a Python print")
         return super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
+
+
+class InfeasibleSolver(EmptySolver):
+    """Puts every user in AD at the grid's first z (infeasible whenever that z is 0)."""
+
+    name = "test-infeasible"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        modes = [1] * instance.num_users
+        return SolverOutput(Schedule(instance.server.z_grid[0], modes), "feasible")  # type: ignore[arg-type]

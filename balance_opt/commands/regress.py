@@ -1,0 +1,49 @@
+"""``balance-opt regress``: re-solve a reference instance set and report every regression."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "regress",
+        help="check solvers against an instance set's reference values",
+        description="Re-solve every instance of FOLDER (default instances/ci) with its exact solver and "
+        "every heuristic, and compare with FOLDER/reference.csv. Exit status 1 when an optimum changed, a "
+        "heuristic serves fewer users, or a schedule is infeasible (one line per problem).",
+    )
+    p.add_argument("folder", nargs="?", default="instances/ci", metavar="FOLDER")
+    p.add_argument("--update", action="store_true", help="rewrite reference.csv from this run")
+    p.add_argument("--jobs", type=int, metavar="N", help="parallel solves (default: up to 2)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="exact solver limit (120 s)")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from balance_opt import regress
+
+    start = time.perf_counter()
+    limit = args.time_limit if args.time_limit is not None else regress.EXACT_TIME_LIMIT_S
+    result = regress.check(args.folder, jobs=args.jobs, time_limit_s=limit)
+    for note in result.notes:
+        print(f"note: {note}")
+    elapsed = time.perf_counter() - start
+    if args.update:
+        try:
+            path = regress.update(args.folder, result)
+        except RuntimeError as exc:
+            print(f"regression: {exc}")
+            return 1
+        print(f"reference written to {path} ({len(result.rows)} instances, {elapsed:.1f} s)")
+        return 0
+    for problem in result.problems:
+        print(f"regression: {problem}")
+    if result.problems:
+        print(f"{len(result.problems)} problem(s) in {args.folder} ({elapsed:.1f} s)", file=sys.stderr)
+        return 1
+    print(f"ok: {len(result.rows)} instances, {result.solves} solves match the reference ({elapsed:.1f} s)")
+    return 0
