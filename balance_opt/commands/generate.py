@@ -118,10 +118,11 @@ def register(sub: Any) -> None:
             help=f"sets {lo} and {hi} (one value fixes both)",
         )
     for flag, field, kind, text in _KNOBS:
-        g.add_argument(flag, type=kind, dest=f"knob_{field}", help=text or None)
-    g.add_argument("--z-grid", type=_floats, help="compute-fraction grid, e.g. 0,0.25,0.5,1")
-    g.add_argument("--lambda-grid", type=_floats, help="memory-fraction grid")
-    g.add_argument("--grid-step", type=float, help="both grids 0, step, ..., 1 (e.g. 0.1)")
+        metavar = {str: "NAME", int: "N"}.get(kind, "X")
+        g.add_argument(flag, type=kind, dest=f"knob_{field}", metavar=metavar, help=text or None)
+    g.add_argument("--z-grid", type=_floats, metavar="Z,...", help="compute-fraction grid, e.g. 0,0.25,0.5,1")
+    g.add_argument("--lambda-grid", type=_floats, metavar="L,...", help="memory-fraction grid")
+    g.add_argument("--grid-step", type=float, metavar="STEP", help="both grids 0, step, ..., 1 (e.g. 0.1)")
     p.set_defaults(func=handle)
 
 
