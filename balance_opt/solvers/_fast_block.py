@@ -1,0 +1,221 @@
+"""One block of Algorithm 1 or 2 for the fast implementation: bounds and exact search.
+
+A *block* fixes the tuple components that set the contributions (``L1`` in Algorithm 1,
+``(L3, L4)`` in Algorithm 2). Inside it the contribution of a user depends only on its
+*key* (``LO_k`` resp. ``N_k``) and is strictly increasing in it (checked by the caller),
+so the literal ``(c_k, k)`` order is the ``(key, k)`` order of the pool, and the
+candidates of a tuple ``(v, t, tau)`` (``v`` is ``L2`` resp. ``N1``) are the pool users
+with ``key <= v``, ``Tp >= t``, ``up <= tau``: a *prefix in key order* of the users with
+``Tp >= t`` and ``up <= tau``.
+
+Rows group the values of ``t`` by the pool's distinct ``Tp``: every ``t`` in
+``(T_{g-1}, T_g]`` has the same member set ``P_g = {Tp >= T_g}``. Masked cumulative sums
+(``numpy.cumsum`` over the row with non-members set to ``0.0``; adding ``0.0`` is exact)
+give the literal sequential prefix sums of every subset bit for bit.
+
+Bounds use order statistics: a subset's i-th prefix sum is never below the i-th prefix
+sum of a superset (contributions are monotone in the key and float rounding is
+monotone), and the budget is monotone in each of ``t``, ``tau``, ``v``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+# budget(t, tau, v) -> time budget, elementwise (the shared primitive of algorithm.py)
+Budget = Callable[[Any, Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """The lexicographically first tuple of a search that reached ``served`` users."""
+
+    served: int
+    users: tuple[int, ...]  # user positions in (c_k, k) order
+    tuple_key: tuple[float, float, float]  # (v, t, tau)
+
+
+@dataclass(eq=False)
+class Block:
+    """The pool of one block in ``(key, k)`` order and its contributions."""
+
+    users: IntArray  # user positions, sorted by (key, k)
+    key: IntArray
+    tp: FloatArray
+    up: FloatArray
+    cost: FloatArray
+    mem: FloatArray
+    t_vals: FloatArray  # the algorithm's t range, ascending
+    budget: Budget
+
+    @cached_property
+    def rows(self) -> _Rows:
+        return _Rows(self)
+
+
+class _Rows:
+    """Per-row masked prefix sums of a block (rows: distinct ``Tp`` of the pool, ascending)."""
+
+    def __init__(self, blk: Block) -> None:
+        self.T: FloatArray = np.unique(blk.tp)
+        member = blk.tp[None, :] >= self.T[:, None]
+        self.member: BoolArray = member
+        self.S: FloatArray = np.cumsum(np.where(member, blk.cost, 0.0), axis=1)
+        self.M: FloatArray = np.cumsum(np.where(member, blk.mem, 0.0), axis=1)
+        self.rank: IntArray = np.cumsum(member, axis=1)
+        self.count: IntArray = self.rank[:, -1]
+        self.upmin: FloatArray = np.where(member, blk.up, np.inf).min(axis=1)
+        # distinct keys of the pool and their position ranges
+        self.kvals, kstart = np.unique(blk.key, return_index=True)
+        self.kend: IntArray = np.append(kstart[1:], blk.key.size)
+        self.kstart: IntArray = kstart
+        self.last: IntArray = self.kend[np.searchsorted(self.kvals, blk.key)] - 1
+
+    def present(self) -> BoolArray:
+        """``[g, q]``: row g has a member whose key is ``kvals[q]``."""
+        before = np.where(self.kstart > 0, self.rank[:, np.maximum(self.kstart - 1, 0)], 0)
+        return self.rank[:, self.kend - 1] > before
+
+
+def frontier(blk: Block, real: bool) -> tuple[FloatArray, IntArray, FloatArray, IntArray]:
+    """Step functions ``Q -> bound`` of the block's best ``d*``: (upper) and, if real, (lower).
+
+    Each is given as ascending memory thresholds and the bound reached at or above them.
+    The upper bound covers every tuple of the block; the lower bound is the ``d*`` of
+    actual tuples ``(v = key_j, t = T_g, tau = max up of the members with key <= v)``.
+    """
+    r = blk.rows
+    ub_budget = blk.budget(r.T[:, None], r.upmin[:, None], blk.key[None, :])
+    ub = _step(r.member & (r.S <= ub_budget), r)
+    if not real:
+        return (*ub, np.zeros(0), np.zeros(0, dtype=np.int64))
+    upmax = np.maximum.accumulate(np.where(r.member, blk.up, -np.inf), axis=1)[:, r.last]
+    lb_budget = blk.budget(r.T[:, None], upmax, blk.key[None, :])
+    return (*ub, *_step(r.member & (r.S <= lb_budget), r))
+
+
+def _step(ok: BoolArray, r: _Rows) -> tuple[FloatArray, IntArray]:
+    mem = r.M[ok]
+    rank = r.rank[ok]
+    if mem.size == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    order = np.lexsort((-rank, mem))
+    mem, best = mem[order], np.maximum.accumulate(rank[order])
+    first = np.append(True, best[1:] > best[:-1])  # the first threshold of each new level
+    return mem[first], best[first]
+
+
+def step_value(thresholds: FloatArray, levels: IntArray, q: float) -> int:
+    """The level of a step function (from :func:`frontier`) at memory budget ``q``."""
+    i = int(np.searchsorted(thresholds, q, side="right"))
+    return int(levels[i - 1]) if i > 0 else 0
+
+
+def search(blk: Block, q: float, floor: int) -> Hit | None:
+    """The literal walk over the block's tuples: the first tuple with the block's best ``d*``.
+
+    Returns None unless that best exceeds ``floor``. Tuples are visited in lexicographic
+    order ``(v, t, tau)``; a unit ``(v, row g)`` is opened only when its upper bound
+    exceeds the current best, and ``v`` only when some member of the row has that key
+    (otherwise an earlier ``v`` has the same candidates and a larger budget).
+    """
+    r = blk.rows
+    present = r.present()
+    best: Hit | None = None
+    start = 0  # flat index (q-major) of the next unit to consider
+    while True:
+        units = _open_units(blk, q, floor, present)
+        units = units[units >= start]
+        hit = None
+        for flat in units.tolist():
+            qi, g = divmod(flat, r.T.size)
+            hit = _unit(blk, q, floor, qi, g)
+            if hit is not None:
+                start = flat + 1
+                break
+        if hit is None:
+            return best
+        best, floor = hit, hit.served
+
+
+def _open_units(blk: Block, q: float, floor: int, present: BoolArray) -> IntArray:
+    """Flat indices ``qi * rows + g`` of the units that may reach ``floor + 1``."""
+    r = blk.rows
+    need = floor + 1
+    rows = np.flatnonzero(r.count >= need)
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    j = np.argmax(r.rank[rows] >= need, axis=1)  # position of the need-th member
+    s, m, k = r.S[rows, j], r.M[rows, j], blk.key[j]
+    rows, s, k = rows[m <= q], s[m <= q], k[m <= q]
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    budget = blk.budget(r.T[rows, None], r.upmin[rows, None], r.kvals[None, :])
+    ok = (budget >= s[:, None]) & (r.kvals[None, :] >= k[:, None]) & present[rows]
+    g_idx, q_idx = np.nonzero(ok)
+    flat = q_idx * r.T.size + rows[g_idx]
+    return np.sort(flat)
+
+
+def _unit(blk: Block, q: float, floor: int, qi: int, g: int) -> Hit | None:
+    """Exact ``d*`` of every tuple with ``v = kvals[qi]`` and ``t`` in row g's range."""
+    r = blk.rows
+    v = r.kvals[qi]
+    idx = np.flatnonzero(r.member[g, : r.kend[qi]])
+    if idx.size <= floor:
+        return None
+    up = blk.up[idx]
+    taus = np.unique(up)  # tight tau: the largest upload time among the candidates
+    cand = up[None, :] <= taus[:, None]
+    S = np.cumsum(np.where(cand, blk.cost[idx], 0.0), axis=1)
+    M = np.cumsum(np.where(cand, blk.mem[idx], 0.0), axis=1)
+    fits = cand & (M <= q)
+    top = blk.budget(r.T[g], taus, v)  # t = T_g: the loosest t of the row
+    d_top = (fits & (S <= top[:, None])).sum(axis=1)
+    served = int(d_top.max())
+    if served <= floor:
+        return None
+    # d* is non-decreasing in t within the row: find the smallest t reaching `served`
+    lo = r.T[g - 1] if g > 0 else -np.inf
+    tt = blk.t_vals[(blk.t_vals > lo) & (blk.t_vals <= r.T[g])]
+    rows = np.flatnonzero(d_top == served)
+    j = np.argmax(np.cumsum(cand[rows], axis=1) >= served, axis=1)
+    s_need = S[rows, j]
+    budgets = blk.budget(tt[:, None], taus[rows][None, :], v)
+    reach = budgets >= s_need[None, :]
+    it, ir = np.unravel_index(int(np.argmax(reach)), reach.shape)
+    tau_row = rows[ir]
+    chosen = idx[cand[tau_row]][:served]
+    users = tuple(int(u) for u in blk.users[chosen])
+    return Hit(served, users, (float(v), float(tt[it]), float(taus[tau_row])))
+
+
+def literal_search(blk: Block, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray) -> Hit | None:
+    """Tuple-by-tuple walk of the block in its true ``(c_k, k)`` order.
+
+    The fallback for a block whose contributions are not strictly increasing in the key
+    (float rounding merged two keys), where the prefix structure above does not hold.
+    """
+    order = np.lexsort((blk.users, blk.cost))
+    best: Hit | None = None
+    for v in v_vals.tolist():
+        for t in blk.t_vals.tolist():
+            for tau in tau_vals.tolist():
+                sel = order[(blk.key[order] <= v) & (blk.tp[order] >= t) & (blk.up[order] <= tau)]
+                if sel.size <= floor:
+                    continue
+                fits = (np.cumsum(blk.cost[sel]) <= blk.budget(t, tau, v)) & (np.cumsum(blk.mem[sel]) <= q)
+                d = int(fits.sum())
+                if d > floor:
+                    best = Hit(d, tuple(int(u) for u in blk.users[sel[:d]]), (v, t, tau))
+                    floor = d
+    return best
