@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from balance_opt.cli import main
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.generator import PRESETS, GeneratorParams, generate, generate_from, preset_params
-from balance_opt.io import instance_bytes, read_instance
+from balance_opt.io import instance_bytes, instance_from_dict, parse_json, read_instance
 from balance_opt.profiles import HARDWARE, MODEL_PAIRS, MODELS, get_hardware, get_model
 from tests.strategies import LLAMA2_7B, TINYLLAMA
 
@@ -231,3 +233,41 @@ def test_cli_knobs_reach_the_file(tmp_path: Path) -> None:
     assert inst.generator is not None
     assert inst.generator["uplink_psd_dbm_hz"] == -40.0
     assert inst.generator["kv_budget_tokens"] == 100.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    preset=st.sampled_from(sorted(PRESETS)),
+    users=st.integers(1, 20),
+    seed=st.integers(0, 2**31),
+    draft_length=st.integers(1, 5),
+    acceptance=st.tuples(st.floats(0.01, 0.98), st.floats(0.0, 0.01)),
+    hardware=st.sampled_from(sorted(HARDWARE)),
+    pair=st.sampled_from(sorted(MODEL_PAIRS)),
+)
+def test_any_knobs_give_a_valid_reproducible_file(
+    preset: str,
+    users: int,
+    seed: int,
+    draft_length: int,
+    acceptance: tuple[float, float],
+    hardware: str,
+    pair: str,
+) -> None:
+    llm, slm = MODEL_PAIRS[pair]
+    inst = generate(
+        preset,
+        users=users,
+        seed=seed,
+        draft_length=draft_length,
+        hardware=hardware,
+        llm=llm,
+        slm=slm,
+        acceptance_min=acceptance[0],
+        acceptance_max=acceptance[0] + acceptance[1],
+    )
+    data = instance_bytes(inst)
+    back = instance_from_dict(parse_json(data, "gen"), "gen")
+    assert back == inst
+    assert back.generator is not None
+    assert instance_bytes(generate_from(GeneratorParams.from_record(back.generator))) == data
