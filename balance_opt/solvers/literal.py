@@ -51,7 +51,13 @@ def leading_count(
 
 
 def algorithm1(inst: Instance, z: float, lam: float) -> tuple[tuple[int, ...], int]:
-    """Algorithm 1: the AD users for ``(z, lam)``, and the number of tuples examined."""
+    """Algorithm 1: the AD users for ``(z, lam)``, and the number of tuples examined.
+
+    The candidate test ``LI_k <= L1, LO_k <= L2, t1 <= Tp_k, up_k <= tau1`` is applied one
+    component per loop level, and users are put in ``(c_k, k)`` order once per L1 (the
+    contributions depend on the tuple only through L1): filtering a sorted list keeps it
+    sorted, so every tuple sees exactly its candidate set, sorted by ``(c_k, k)``.
+    """
     if z == 0.0 or lam == 0.0:
         return (), 0
     q1, _ = memory_split(inst, z, lam)
@@ -59,20 +65,22 @@ def algorithm1(inst: Instance, z: float, lam: float) -> tuple[tuple[int, ...], i
     lo = inst.output_tokens.tolist()
     tp = inst.budget_s.tolist()
     up = inst.upload_s.tolist()
-    users = range(inst.num_users)
     best: tuple[int, ...] = ()
     examined = 0
     for L1 in tuple_values(li):
-        # (26) and D3 depend on the tuple only through L1; elementwise, so computing them
-        # for every user at once gives each candidate exactly its own value
+        # (26) and D3, elementwise: computing them for every user at once gives each
+        # candidate exactly its own value
         costs = ad_user_costs(inst, L1, inst.output_tokens, z).tolist()
         mems = ad_user_memory(inst, L1, inst.output_tokens).tolist()
+        by_cost = sorted(range(inst.num_users), key=lambda k: (costs[k], k))
+        c1 = [k for k in by_cost if li[k] <= L1]
         for L2 in tuple_values(lo):
+            c2 = [k for k in c1 if lo[k] <= L2]
             for t1 in tuple_values(tp):
+                c3 = [k for k in c2 if t1 <= tp[k]]
                 for tau1 in tuple_values(up):
                     examined += 1
-                    cand = [k for k in users if li[k] <= L1 and lo[k] <= L2 and t1 <= tp[k] and up[k] <= tau1]
-                    cand.sort(key=lambda k: (costs[k], k))
+                    cand = [k for k in c3 if up[k] <= tau1]  # K1, in (c_k, k) order
                     d = leading_count(cand, costs, mems, ad_time_budget(inst, t1, tau1, L2), q1)  # (28)
                     if d > len(best):  # strict improvement
                         best = tuple(cand[:d])  # (29)
@@ -80,7 +88,11 @@ def algorithm1(inst: Instance, z: float, lam: float) -> tuple[tuple[int, ...], i
 
 
 def algorithm2(inst: Instance, z: float, lam: float, excluded: Iterable[int]) -> tuple[tuple[int, ...], int]:
-    """Algorithm 2: SD users among those not ``excluded``, and the number of tuples examined."""
+    """Algorithm 2: SD users among those not ``excluded``, and the number of tuples examined.
+
+    Tuple components range over the remaining users only. Filtering and sorting as in
+    :func:`algorithm1`; the contributions depend on the tuple only through (L3, L4).
+    """
     if z == 1.0 or lam == 1.0:
         return (), 0
     _, q2 = memory_split(inst, z, lam)
@@ -94,22 +106,20 @@ def algorithm2(inst: Instance, z: float, lam: float, excluded: Iterable[int]) ->
     best: tuple[int, ...] = ()
     examined = 0
     for L3 in tuple_values(li[k] for k in rest):
+        c1 = [k for k in rest if li[k] <= L3]
         for L4 in tuple_values(la[k] for k in rest):
-            # (30), (31) depend on the tuple only through (L3, L4); elementwise, as above
+            # (30), (31), elementwise as above
             costs = sd_user_costs(inst, L3, L4, inst.sd_iterations, z).tolist()
             mems = sd_user_memory(inst, L3, L4, inst.sd_iterations).tolist()
+            c2 = sorted((k for k in c1 if la[k] <= L4), key=lambda k: (costs[k], k))
             for N1 in tuple_values(n[k] for k in rest):
+                c3 = [k for k in c2 if n[k] <= N1]
                 for t2 in tuple_values(tp[k] for k in rest):
+                    c4 = [k for k in c3 if t2 <= tp[k]]
                     for tau2 in tuple_values(up[k] for k in rest):
                         examined += 1
-                        cand = [
-                            k
-                            for k in rest
-                            if li[k] <= L3 and la[k] <= L4 and n[k] <= N1 and t2 <= tp[k] and up[k] <= tau2
-                        ]
-                        cand.sort(key=lambda k: (costs[k], k))
-                        budget = sd_time_budget(inst, t2, tau2, N1)
-                        d = leading_count(cand, costs, mems, budget, q2)  # (32)
+                        cand = [k for k in c4 if up[k] <= tau2]  # K2, in (c_k, k) order
+                        d = leading_count(cand, costs, mems, sd_time_budget(inst, t2, tau2, N1), q2)  # (32)
                         if d > len(best):  # strict improvement
                             best = tuple(cand[:d])  # (33)
     return best, examined
