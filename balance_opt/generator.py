@@ -203,8 +203,16 @@ def generate(preset: str = "fig4", users: int | None = None, seed: int = 0, **ov
 
 
 def instance_name(p: GeneratorParams) -> str:
-    """``<preset>-K<K>-s<seed:04d>`` unless a name is given."""
-    return p.name if p.name is not None else f"{p.preset}-K{p.users}-s{p.seed:04d}"
+    """``<preset>-K<K>-s<seed:04d>`` unless a name is given.
+
+    Fig. 1 instances differ by their output length, so theirs carries it too
+    (``fig1-K1-LO600-s0000``) and runs for 200 / 600 / 1000 tokens can share a folder.
+    """
+    if p.name is not None:
+        return p.name
+    if p.preset == "fig1" and p.output_min == p.output_max:
+        return f"{p.preset}-K{p.users}-LO{p.output_min}-s{p.seed:04d}"
+    return f"{p.preset}-K{p.users}-s{p.seed:04d}"
 
 
 def spectral_efficiency(distance_m: np.ndarray, psd_dbm_hz: float, p: GeneratorParams) -> np.ndarray:
