@@ -219,3 +219,54 @@ def literal_search(blk: Block, q: float, floor: int, v_vals: FloatArray, tau_val
                     best = Hit(d, tuple(int(u) for u in blk.users[sel[:d]]), (v, t, tau))
                     floor = d
     return best
+
+
+def batch_bounds(
+    key: IntArray,
+    tp: FloatArray,
+    up: FloatArray,
+    inpool: BoolArray,
+    cost: FloatArray,
+    mem: FloatArray,
+    budget: Budget,
+    qs: FloatArray,
+    real: bool,
+    chunk_cells: int = 1 << 21,
+) -> tuple[IntArray, IntArray]:
+    """Bounds of many blocks over one user order at once: ``(ub, lb)``, each ``(blocks, len(qs))``.
+
+    Block b's pool is ``inpool[b]`` with contributions ``cost[b]``, ``mem[b]``. Rows are the
+    distinct ``Tp`` of all users (a superset of each pool's rows: an extra row has the
+    members of a real row and a smaller ``t``, so it neither raises the upper bound nor
+    stops the lower bound being the ``d*`` of an actual tuple). ``lb`` is zero unless
+    ``real`` (contributions are the block's own).
+    """
+    T = np.unique(tp)
+    nb, p = inpool.shape
+    ub = np.zeros((nb, qs.size), dtype=np.int64)
+    lb = np.zeros((nb, qs.size), dtype=np.int64)
+    _, kstart = np.unique(key, return_index=True)
+    last = np.append(kstart[1:], key.size)[np.searchsorted(np.unique(key), key)] - 1
+    step = max(1, chunk_cells // max(1, T.size * p))
+    for a in range(0, nb, step):
+        b = slice(a, min(nb, a + step))
+        member = inpool[b, None, :] & (tp[None, None, :] >= T[None, :, None])
+        S = np.cumsum(np.where(member, cost[b, None, :], 0.0), axis=2)
+        M = np.cumsum(np.where(member, mem[b, None, :], 0.0), axis=2)
+        rank = np.cumsum(member, axis=2)
+        upmin = np.where(member, up, np.inf).min(axis=2)
+        ok = member & (S <= budget(T[None, :, None], upmin[:, :, None], key[None, None, :]))
+        ub[b] = _levels(ok, rank, M, qs)
+        if real:
+            upmax = np.maximum.accumulate(np.where(member, up, -np.inf), axis=2)[:, :, last]
+            ok = member & (S <= budget(T[None, :, None], upmax, key[None, None, :]))
+            lb[b] = _levels(ok, rank, M, qs)
+    return ub, lb
+
+
+def _levels(ok: BoolArray, rank: IntArray, M: FloatArray, qs: FloatArray) -> IntArray:
+    val = np.where(ok, rank, 0)
+    out = np.empty((ok.shape[0], qs.size), dtype=np.int64)
+    for i, q in enumerate(qs.tolist()):
+        out[:, i] = np.where(M <= q, val, 0).max(axis=(1, 2))
+    return out

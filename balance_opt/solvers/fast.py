@@ -27,9 +27,11 @@ from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
 from balance_opt.solvers._fast_block import (
     Block,
+    BoolArray,
     FloatArray,
     Hit,
     IntArray,
+    batch_bounds,
     frontier,
     literal_search,
     search,
@@ -43,11 +45,6 @@ def _values(x: Any) -> FloatArray:
     return np.unique(np.append(np.asarray(x, dtype=np.float64), 0.0))
 
 
-def _strict(cost: FloatArray, blk_keys_start: IntArray) -> bool:
-    c = cost[blk_keys_start]
-    return bool(np.all(c[1:] > c[:-1]))
-
-
 class _Counters:
     def __init__(self) -> None:
         self.n: dict[str, int] = {}
@@ -59,64 +56,88 @@ class _Counters:
 # --- Algorithm 1 ---------------------------------------------------------------------
 
 
-def _ad_blocks(inst: Instance, z: float) -> list[Block]:
-    """One block per ``L1`` (ascending): the users with ``LI <= L1`` in ``(LO, k)`` order."""
+def _strict_rows(cost: FloatArray, key: IntArray) -> BoolArray:
+    """Per block row: contributions strictly increase from one distinct key to the next."""
+    _, kstart = np.unique(key, return_index=True)
+    c = cost[:, kstart]
+    return np.asarray(np.all(c[:, 1:] > c[:, :-1], axis=1))
+
+
+def algorithm1_all(inst: Instance, z: float, lams: Sequence[float], stats: _Counters) -> list[tuple[int, ...]]:
+    """Algorithm 1's AD users for ``z`` and each ``lambda`` in ``lams`` (each > 0).
+
+    One block per ``L1``: the users with ``LI <= L1`` in ``(LO, k)`` order. The bounds of
+    all blocks and all ``lambda`` come from one batched computation.
+    """
     li, lo = inst.input_tokens, inst.output_tokens
     order = np.lexsort((np.arange(inst.num_users), lo))
-    t_vals = _values(inst.budget_s)
+    key, tp, up = lo[order], inst.budget_s[order], inst.upload_s[order]
+    L1s = np.unique(li)
+    inpool = li[order][None, :] <= L1s[:, None]
+    cost = _ad_costs(inst, L1s, key, z)  # (26), one row per L1
+    mem = _ad_memory(inst, L1s, key)  # D3
+    strict = _strict_rows(cost, key)
+    t_vals, v_vals, tau_vals = _values(inst.budget_s), _values(lo), _values(inst.upload_s)
 
     def budget(t: Any, tau: Any, v: Any) -> Any:
         return ad_time_budget(inst, t, tau, v)  # (28)
 
-    blocks = []
-    for L1 in np.unique(li).tolist():
-        pool = order[li[order] <= L1]
-        cost = ad_user_costs(inst, L1, lo, z)[pool]  # (26)
-        mem = ad_user_memory(inst, L1, lo)[pool]  # D3
-        blocks.append(
-            Block(pool, lo[pool], inst.budget_s[pool], inst.upload_s[pool], cost, mem, t_vals, budget)
-        )
-    return blocks
-
-
-def _search_block(blk: Block, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray,
-                  stats: _Counters) -> Hit | None:
-    _, kstart = np.unique(blk.key, return_index=True)
-    if not _strict(blk.cost, kstart):
-        stats.add("literal_blocks")
-        return literal_search(blk, q, floor, v_vals, tau_vals)
-    stats.add("searched_blocks")
-    return search(blk, q, floor)
-
-
-def algorithm1_all(inst: Instance, z: float, lams: Sequence[float], stats: _Counters) -> list[tuple[int, ...]]:
-    """Algorithm 1's AD users for ``z`` and each ``lambda`` in ``lams`` (each > 0)."""
-    blocks = _ad_blocks(inst, z)
-    v_vals, tau_vals = _values(inst.output_tokens), _values(inst.upload_s)
-    fronts = []
-    for blk in blocks:
-        _, kstart = np.unique(blk.key, return_index=True)
-        fronts.append(frontier(blk, real=True) if _strict(blk.cost, kstart) else None)
-        blk.__dict__.pop("rows", None)  # rebuilt on demand: keeps memory to one block
-    stats.add("ad_blocks", len(blocks))
+    qs = np.array([memory_split(inst, z, lam)[0] for lam in lams])
+    ub, lb = batch_bounds(key, tp, up, inpool, cost, mem, budget, qs, real=True)
+    ub[~strict] = inpool[~strict].sum(axis=1)[:, None]
+    lb[~strict] = 0
+    stats.add("ad_blocks", L1s.size)
+    blocks: dict[int, Block] = {}
     out = []
-    for lam in lams:
-        q1, _ = memory_split(inst, z, lam)
-        ub = [step_value(f[0], f[1], q1) if f else blk.users.size for f, blk in zip(fronts, blocks, strict=True)]
-        lb = [step_value(f[2], f[3], q1) if f else 0 for f in fronts]
-        floor = max(0, max(lb, default=0) - 1)
+    for i, q1 in enumerate(qs.tolist()):
+        floor = max(0, int(lb[:, i].max()) - 1)
         best: Hit | None = None
-        for blk, bound in zip(blocks, ub, strict=True):
-            if bound <= floor:
+        for b in np.flatnonzero(ub[:, i] > floor).tolist():
+            if ub[b, i] <= floor:
                 continue
-            hit = _search_block(blk, q1, floor, v_vals, tau_vals, stats)
+            if b not in blocks:
+                m = inpool[b]
+                blocks[b] = Block(order[m], key[m], tp[m], up[m], cost[b, m], mem[b, m], t_vals, budget)
+            hit = _search(blocks[b], bool(strict[b]), q1, floor, v_vals, tau_vals, stats)
             if hit is not None:
                 best, floor = hit, hit.served
         out.append(best.users if best else ())
     return out
 
 
+def _ad_costs(inst: Instance, L1s: IntArray, lo: IntArray, z: float) -> FloatArray:
+    fn: Any = ad_user_costs  # elementwise: broadcasting gives each entry its scalar value
+    return np.asarray(fn(inst, L1s[:, None], lo[None, :], z))
+
+
+def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
+    fn: Any = ad_user_memory
+    return np.asarray(fn(inst, L1s[:, None], lo[None, :]))
+
+
+def _search(blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray,
+            stats: _Counters) -> Hit | None:
+    if not strict:
+        stats.add("literal_blocks")
+        return literal_search(blk, q, floor, v_vals, tau_vals)
+    stats.add("searched_blocks")
+    return search(blk, q, floor)
+
+
 # --- Algorithm 2 ---------------------------------------------------------------------
+
+
+def _sd_costs(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: float) -> FloatArray:
+    """``sd_user_costs`` for one ``(L3, L4)`` per row, bit for bit (the test suite checks)."""
+    out = np.empty((L3s.size, n.size))
+    for i, (L3, L4) in enumerate(zip(L3s.tolist(), L4s.tolist(), strict=True)):
+        out[i] = sd_user_costs(inst, L3, L4, n, z)
+    return out
+
+
+def _sd_memory(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray) -> FloatArray:
+    fn: Any = sd_user_memory  # elementwise, as above
+    return np.asarray(fn(inst, L3s[:, None], L4s[:, None], n[None, :]))
 
 
 class _SdSearch:
@@ -126,68 +147,79 @@ class _SdSearch:
         self.inst, self.z, self.q2, self.stats = inst, z, q2, stats
         n = inst.sd_iterations
         self.order = rest[np.lexsort((rest, n[rest]))]  # (N, k)
+        self.key = n[self.order]
+        self.tp, self.up = inst.budget_s[self.order], inst.upload_s[self.order]
         self.t_vals = _values(inst.budget_s[rest])
         self.v_vals = _values(n[rest])
         self.tau_vals = _values(inst.upload_s[rest])
-        self.l3_vals = np.unique(inst.input_tokens[rest])
 
     def budget(self, t: Any, tau: Any, v: Any) -> Any:
         return sd_time_budget(self.inst, t, tau, v)  # (32)
 
-    def block(self, pool: IntArray, L3: float, L4: float) -> Block:
-        inst, n = self.inst, self.inst.sd_iterations
-        cost = sd_user_costs(inst, L3, L4, n[pool], self.z)  # (30)
-        mem = sd_user_memory(inst, L3, L4, n[pool])  # (31)
-        return Block(pool, n[pool], inst.budget_s[pool], inst.upload_s[pool], cost, mem, self.t_vals,
-                     self.budget)
+    def block(self, m: BoolArray, L3: float, L4: float) -> Block:
+        inst, key = self.inst, self.key[m]
+        cost = sd_user_costs(inst, L3, L4, key, self.z)  # (30)
+        mem = sd_user_memory(inst, L3, L4, key)  # (31)
+        return Block(self.order[m], key, self.tp[m], self.up[m], cost, mem, self.t_vals, self.budget)
 
     def run(self, floor: int) -> Hit | None:
         """The literal Algorithm 2 answer if its best ``d*`` exceeds ``floor``, else None."""
         inst = self.inst
-        la = inst.accepted_drafts
-        trees = []
-        for L3 in self.l3_vals.tolist():
-            pool = self.order[inst.input_tokens[self.order] <= L3]
-            l4 = np.unique(la[pool])  # tight L4 only: a larger one has the same candidates
-            top = self.block(pool, L3, float(l4[-1]))
-            _, kstart = np.unique(top.key, return_index=True)
-            if _strict(top.cost, kstart):
-                f = frontier(top, real=True)
-                floor = max(floor, step_value(f[2], f[3], self.q2) - 1)
-            top.__dict__.pop("rows", None)
-            trees.append((L3, pool, l4))
+        li, la = inst.input_tokens[self.order], inst.accepted_drafts[self.order]
+        L3s = np.unique(li).astype(np.float64)
+        inpool = li[None, :] <= L3s[:, None]
+        l4_hi = np.where(inpool, la[None, :], -np.inf).max(axis=1)
+        l4_lo = np.where(inpool, la[None, :], np.inf).min(axis=1)
+        qs = np.array([self.q2])
+        hi_cost = _sd_costs(inst, L3s, l4_hi, self.key, self.z)
+        top_ub, top_lb = batch_bounds(self.key, self.tp, self.up, inpool, hi_cost,
+                                      _sd_memory(inst, L3s, l4_hi, self.key), self.budget, qs, real=True)
+        lo_cost = _sd_costs(inst, L3s, l4_lo, self.key, self.z)
+        root_ub, _ = batch_bounds(self.key, self.tp, self.up, inpool, lo_cost,
+                                  _sd_memory(inst, L3s, l4_lo, self.key), self.budget, qs, real=False)
+        # a root bounds its leaves when every leaf's order is the key order (see _node)
+        _, kstart = np.unique(self.key, return_index=True)
+        bounded = np.all(lo_cost[:, kstart[1:]] > hi_cost[:, kstart[:-1]], axis=1)
+        root_ub[~bounded, 0] = inpool[~bounded].sum(axis=1)
+        floor = max(floor, int(top_lb.max()) - 1)
+        self.stats.add("sd_roots", L3s.size)
         best: Hit | None = None
-        for L3, pool, l4 in trees:
-            hit = self._node(L3, pool, l4, 0, l4.size - 1, floor)
+        for i in np.flatnonzero(root_ub[:, 0] > floor).tolist():
+            if root_ub[i, 0] <= floor:
+                continue
+            m = inpool[i]
+            l4 = np.unique(la[m])  # tight L4 only: a larger one has the same candidates
+            hit = self._node(float(L3s[i]), m, l4, 0, l4.size - 1, floor, root=True)
             if hit is not None:
                 best, floor = hit, hit.served
         return best
 
-    def _node(self, L3: float, pool: IntArray, l4: FloatArray, lo: int, hi: int, floor: int) -> Hit | None:
-        la = self.inst.accepted_drafts
-        sub = pool[la[pool] <= l4[hi]]
-        if sub.size <= floor:
+    def _node(self, L3: float, pool: BoolArray, l4: FloatArray, lo: int, hi: int, floor: int,
+              root: bool = False) -> Hit | None:
+        la = self.inst.accepted_drafts[self.order]
+        sub = pool & (la <= l4[hi])
+        if sub.sum() <= floor:
             return None
-        blk = self.block(sub, L3, float(l4[lo]))
-        self.stats.add("sd_nodes")
-        _, kstart = np.unique(blk.key, return_index=True)
         if lo == hi:
-            if not _strict(blk.cost, kstart):
-                self.stats.add("literal_blocks")
-                return literal_search(blk, self.q2, floor, self.v_vals, self.tau_vals)
-            f = frontier(blk, real=True)
-            if step_value(f[0], f[1], self.q2) <= floor:
-                return None
-            self.stats.add("searched_blocks")
-            return search(blk, self.q2, floor)
-        # every leaf below is strict when the smallest L4's next key costs more than the
-        # largest L4's previous key; only then does this node bound its leaves
-        upper = sd_user_costs(self.inst, L3, float(l4[hi]), blk.key[kstart], self.z)
-        if np.all(blk.cost[kstart][1:] > upper[:-1]):
-            f = frontier(blk, real=False)
-            if step_value(f[0], f[1], self.q2) <= floor:
-                return None
-        del blk
+            blk = self.block(sub, L3, float(l4[lo]))
+            self.stats.add("sd_leaves")
+            strict = bool(_strict_rows(blk.cost[None, :], blk.key)[0])
+            if strict:
+                f = frontier(blk, real=True)
+                if step_value(f[0], f[1], self.q2) <= floor:
+                    return None
+            return _search(blk, strict, self.q2, floor, self.v_vals, self.tau_vals, self.stats)
+        if not root:
+            blk = self.block(sub, L3, float(l4[lo]))
+            self.stats.add("sd_nodes")
+            # every leaf below keeps the key order when the smallest L4's next key costs
+            # more than the largest L4's previous key; only then does this node bound them
+            _, kstart = np.unique(blk.key, return_index=True)
+            upper = sd_user_costs(self.inst, L3, float(l4[hi]), blk.key[kstart], self.z)
+            if np.all(blk.cost[kstart][1:] > upper[:-1]):
+                f = frontier(blk, real=False)
+                if step_value(f[0], f[1], self.q2) <= floor:
+                    return None
         mid = (lo + hi) // 2
         best: Hit | None = None
         for a, b in ((lo, mid), (mid + 1, hi)):
@@ -214,6 +246,8 @@ def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[flo
     best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
     everyone = np.arange(K)
     for z in z_grid:
+        # same z and same AD set with no more SD memory: D2 cannot grow, the total cannot win
+        seen: dict[tuple[int, ...], float] = {}
         active = [lam for lam in lam_grid if z != 0.0 and lam != 0.0]
         ad_sets = dict(zip(active, algorithm1_all(inst, z, active, stats), strict=True)) if active else {}
         for lam in lam_grid:
@@ -222,8 +256,9 @@ def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[flo
             sd: tuple[int, ...] = ()
             if z != 1.0 and lam != 1.0:
                 floor = max(0, best.served - len(ad))
-                if K - len(ad) > floor:
-                    _, q2 = memory_split(inst, z, lam)
+                _, q2 = memory_split(inst, z, lam)
+                if K - len(ad) > floor and seen.get(ad, -np.inf) < q2:
+                    seen[ad] = q2
                     rest = np.setdiff1d(everyone, np.asarray(ad, dtype=np.int64))
                     hit = _SdSearch(inst, z, q2, rest, stats).run(floor)
                     sd = hit.users if hit else ()
