@@ -150,8 +150,6 @@ def build_report(
 def _sweep_sections(df: pd.DataFrame, out: Path) -> list[str]:
     parts: list[str] = []
     for param in stats.swept_parameters(df):
-        if param == "gen_users" and df["gen_users"].nunique() < 3:
-            continue
         name = param.removeprefix("gen_").replace("_", "-")
         table = stats.sweep_table(df, param)
         parts += [f"## Normalized throughput against {figures.label(param)}", ""]

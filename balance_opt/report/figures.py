@@ -139,6 +139,13 @@ def figure() -> tuple[Any, Any]:
         return plt.subplots()
 
 
+def figure_pair() -> tuple[Any, tuple[Any, Any]]:
+    """A figure with two panels side by side."""
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    return fig, (axes[0], axes[1])
+
+
 def save(fig: Any, base: Path) -> list[Path]:
     """Write ``base.png`` and ``base.svg`` (deterministic) and close the figure."""
     base.parent.mkdir(parents=True, exist_ok=True)

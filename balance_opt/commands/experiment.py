@@ -1,0 +1,57 @@
+"""``balance-opt experiment``: rerun the paper's figures and report our numbers beside its own."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from balance_opt.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
+
+    p = sub.add_parser(
+        "experiment",
+        help="reproduce a figure of the paper (or all of them)",
+        description="Generate the figure's sweep, solve it (resuming from OUT/runs), and write its report "
+        "with our numbers beside the paper's. 'all' runs every figure and writes OUT/README.md.",
+    )
+    p.add_argument("name", choices=(*NAMES, "all"))
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N", help="seeds 1..N per sweep point")
+    p.add_argument("--out", default="reports/paper-reproduction", metavar="DIR")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S",
+                   help="per-solve limit of the exact solvers")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (Fig. 6 always uses 1)")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from balance_opt.cli import UsageError
+    from balance_opt.experiments import NAMES, Settings, run_experiment
+    from balance_opt.report.paper import write_overview
+
+    if args.seeds < 1 or args.jobs < 1 or not args.time_limit > 0:
+        raise UsageError("--seeds and --jobs must be >= 1 and --time-limit > 0")
+    argv = ["balance-opt", "experiment", args.name, "--seeds", str(args.seeds), "--out", args.out,
+            "--time-limit", f"{args.time_limit:g}", "--jobs", str(args.jobs)]  # fmt: skip
+    st = Settings(
+        out=Path(args.out),
+        seeds=args.seeds,
+        time_limit_s=args.time_limit,
+        jobs=args.jobs,
+        command=" ".join(shlex.quote(a) for a in argv),
+        log=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    names = list(NAMES) if args.name == "all" else [args.name]
+    results = {}
+    for name in names:
+        start = time.perf_counter()
+        results[name] = run_experiment(name, st)
+        st.log(f"{name}: report in {st.out / name} ({time.perf_counter() - start:.0f} s)")
+    if args.name == "all":
+        path = write_overview(st.out, results, st)
+        st.log(f"overview in {path}")
+    return 0
