@@ -263,7 +263,8 @@ def test_heuristics_are_feasible_and_never_above_exhaustive(inst: Instance) -> N
             assert result.status == "error"
             assert not result.feasible
             continue
-        assert result.status == "feasible" and result.feasible, result.summary()
+        assert result.status == "feasible", result.summary()
+        assert result.feasible
         assert result.bound is None
         assert result.lam is not None
         assert result.served <= best.served
