@@ -1,0 +1,135 @@
+"""Exhaustive search for P1 and P2 against plain, unpruned brute force over 3^K assignments."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.generator import generate
+from balance_opt.instance import Instance
+from balance_opt.io import InputError
+from balance_opt.solvers import get_solver
+from balance_opt.solvers.algorithm import memory_split
+from balance_opt.solvers.exhaustive import MAX_USERS
+from tests.strategies import small_instances
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# itertools.product over these codes is the documented tie-break order: AD, SD, none
+MODE_ORDER = (1, 2, 0)
+
+
+def brute_p1(inst: Instance) -> tuple[int, float, tuple[int, ...]]:
+    """Every z and every assignment, judged by the evaluator; the first best one."""
+    best: tuple[int, float, tuple[int, ...]] = (0, inst.server.z_grid[0], (0,) * inst.num_users)
+    for z in inst.server.z_grid:
+        for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
+            ev = evaluate(inst, Schedule(z, np.array(modes, dtype=np.int8)))
+            if ev.feasible and ev.served > best[0]:
+                best = (ev.served, z, modes)
+    return best
+
+
+def brute_p2(inst: Instance) -> tuple[int, float, float, tuple[int, ...]]:
+    """P2 (22): P1 plus ``q_ad <= Q1`` and ``q_sd <= Q2``, with the evaluator's tolerance."""
+    grid = inst.server
+    best = (0, grid.z_grid[0], grid.lambda_grid[0], (0,) * inst.num_users)
+    slack = 1e-9 * grid.memory_bytes
+    for z in grid.z_grid:
+        for lam in grid.lambda_grid:
+            q1, q2 = memory_split(inst, z, lam)
+            for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
+                ev = evaluate(inst, Schedule(z, np.array(modes, dtype=np.int8)))
+                fits = ev.ad.kv_bytes <= q1 + slack and ev.sd.kv_bytes <= q2 + slack
+                if ev.feasible and fits and ev.served > best[0]:
+                    best = (ev.served, z, lam, modes)
+    return best
+
+
+@SETTINGS
+@given(small_instances(max_users=5))
+def test_exhaustive_equals_unpruned_brute_force(inst: Instance) -> None:
+    served, z, modes = brute_p1(inst)
+    result = get_solver("exhaustive").solve(inst)
+    assert result.status == "optimal"
+    assert result.served == result.bound == served
+    assert result.feasible
+    assert result.lam is None
+    # the same tie-break: first z, then the first assignment in (AD, SD, none) order
+    assert result.z == z
+    assert tuple(result.schedule.modes.tolist()) == modes
+    assert result.stats["nodes"] >= 1
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances(min_users=6, max_users=6))
+def test_exhaustive_equals_brute_force_at_six_users(inst: Instance) -> None:
+    grid = (0.0, 0.5, 1.0) if len(inst.server.z_grid) > 5 else inst.server.z_grid
+    inst = inst.replace(server=dataclasses.replace(inst.server, z_grid=grid))
+    served, z, modes = brute_p1(inst)
+    result = get_solver("exhaustive").solve(inst)
+    assert (result.served, result.z, tuple(result.schedule.modes.tolist())) == (served, z, modes)
+
+
+@SETTINGS
+@given(small_instances(max_users=4))
+def test_exhaustive_p2_equals_unpruned_brute_force(inst: Instance) -> None:
+    # three-point grids keep the brute force at 9 * 81 evaluations
+    server = dataclasses.replace(inst.server, z_grid=(0.0, 0.5, 1.0), lambda_grid=inst.server.z_grid[:3])
+    inst = inst.replace(server=server)
+    served, z, lam, modes = brute_p2(inst)
+    result = get_solver("exhaustive-p2").solve(inst)
+    assert result.status == "feasible"
+    assert result.bound is None  # P2's optimum is no bound on P1's
+    assert result.stats["p2_optimum"] == result.served == served
+    assert result.feasible
+    assert (result.z, result.lam, tuple(result.schedule.modes.tolist())) == (z, lam, modes)
+
+
+@SETTINGS
+@given(small_instances(max_users=7))
+def test_p2_never_above_p1_and_both_deterministic(inst: Instance) -> None:
+    p1 = get_solver("exhaustive").solve(inst)
+    p2 = get_solver("exhaustive-p2").solve(inst)
+    assert p2.served <= p1.served
+    again = get_solver("exhaustive").solve(inst)
+    assert again.schedule == p1.schedule
+
+
+def test_size_limit_and_force() -> None:
+    inst = generate("fig4", users=MAX_USERS + 1, seed=3)
+    for name in ("exhaustive", "exhaustive-p2"):
+        with pytest.raises(InputError, match="users"):
+            get_solver(name).solve(inst)
+    # loose deadlines: every user is served at once, so the forced search is quick
+    loose = inst.replace(deadline_s=np.full(inst.num_users, 60.0))
+    result = get_solver("exhaustive", force=True).solve(loose)
+    assert result.status == "optimal"
+    assert result.served == loose.num_users
+
+
+def test_time_limit_reports_a_valid_bound() -> None:
+    # tight memory and deadlines: the search needs far more than the first clock check
+    inst = generate("fig4", users=16, seed=0, kv_budget_tokens=2500, deadline_max_s=8.0)
+    result = get_solver("exhaustive").solve(inst, time_limit=1e-6)
+    assert result.status == "time_limit"
+    assert result.feasible
+    assert result.bound is not None
+    assert result.served <= result.bound <= inst.num_users
+    p2 = get_solver("exhaustive-p2").solve(inst, time_limit=1e-6)
+    assert p2.status == "time_limit"
+    assert p2.stats["p2_optimum"] is None
+    assert p2.stats["p2_bound"] >= p2.served
+
+
+def test_nobody_servable() -> None:
+    inst = generate("fig4", users=4, seed=1)
+    inst = inst.replace(deadline_s=np.full(4, 1e-3))
+    result = get_solver("exhaustive").solve(inst)
+    assert result.status == "optimal"
+    assert result.served == result.bound == 0
+    assert result.z == inst.server.z_grid[0]
