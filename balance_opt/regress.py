@@ -24,7 +24,7 @@ from balance_opt.runner import collect_instance_paths, read_instance_file, run_b
 
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.
-EXHAUSTIVE_MAX_K = 12
+EXHAUSTIVE_MAX_K = 14
 EXACT_TIME_LIMIT_S = 120.0
 REFERENCE = "reference.csv"
 BASE_COLUMNS = ("instance", "sha256", "K", "exact_solver", "optimum")
