@@ -71,7 +71,7 @@ class _Rows:
         self.member: BoolArray = member
         self.S: FloatArray = np.cumsum(np.where(member, blk.cost, 0.0), axis=1)
         self.M: FloatArray = np.cumsum(np.where(member, blk.mem, 0.0), axis=1)
-        self.rank: IntArray = np.cumsum(member, axis=1)
+        self.rank: IntArray = np.cumsum(member, axis=1, dtype=np.int64)
         self.count: IntArray = self.rank[:, -1]
         self.upmin: FloatArray = np.where(member, blk.up, np.inf).min(axis=1)
         # distinct keys of the pool and their position ranges
@@ -95,12 +95,12 @@ def frontier(blk: Block, real: bool) -> tuple[FloatArray, IntArray, FloatArray, 
     """
     r = blk.rows
     ub_budget = blk.budget(r.T[:, None], r.upmin[:, None], blk.key[None, :])
-    ub = _step(r.member & (r.S <= ub_budget), r)
+    ub = _step(r.member & (ub_budget >= r.S), r)
     if not real:
         return (*ub, np.zeros(0), np.zeros(0, dtype=np.int64))
     upmax = np.maximum.accumulate(np.where(r.member, blk.up, -np.inf), axis=1)[:, r.last]
     lb_budget = blk.budget(r.T[:, None], upmax, blk.key[None, :])
-    return (*ub, *_step(r.member & (r.S <= lb_budget), r))
+    return (*ub, *_step(r.member & (lb_budget >= r.S), r))
 
 
 def _step(ok: BoolArray, r: _Rows) -> tuple[FloatArray, IntArray]:
@@ -178,9 +178,9 @@ def _unit(blk: Block, q: float, floor: int, qi: int, g: int) -> Hit | None:
     cand = up[None, :] <= taus[:, None]
     S = np.cumsum(np.where(cand, blk.cost[idx], 0.0), axis=1)
     M = np.cumsum(np.where(cand, blk.mem[idx], 0.0), axis=1)
-    fits = cand & (M <= q)
+    fits = cand & (q >= M)
     top = blk.budget(r.T[g], taus, v)  # t = T_g: the loosest t of the row
-    d_top = (fits & (S <= top[:, None])).sum(axis=1)
+    d_top = (fits & (top[:, None] >= S)).sum(axis=1)
     served = int(d_top.max())
     if served <= floor:
         return None
@@ -253,13 +253,13 @@ def batch_bounds(
         member = inpool[b, None, :] & (tp[None, None, :] >= T[None, :, None])
         S = np.cumsum(np.where(member, cost[b, None, :], 0.0), axis=2)
         M = np.cumsum(np.where(member, mem[b, None, :], 0.0), axis=2)
-        rank = np.cumsum(member, axis=2)
+        rank = np.cumsum(member, axis=2, dtype=np.int64)
         upmin = np.where(member, up, np.inf).min(axis=2)
-        ok = member & (S <= budget(T[None, :, None], upmin[:, :, None], key[None, None, :]))
+        ok = member & (budget(T[None, :, None], upmin[:, :, None], key[None, None, :]) >= S)
         ub[b] = _levels(ok, rank, M, qs)
         if real:
             upmax = np.maximum.accumulate(np.where(member, up, -np.inf), axis=2)[:, :, last]
-            ok = member & (S <= budget(T[None, :, None], upmax, key[None, None, :]))
+            ok = member & (budget(T[None, :, None], upmax, key[None, None, :]) >= S)
             lb[b] = _levels(ok, rank, M, qs)
     return ub, lb
 
@@ -268,5 +268,5 @@ def _levels(ok: BoolArray, rank: IntArray, M: FloatArray, qs: FloatArray) -> Int
     val = np.where(ok, rank, 0)
     out = np.empty((ok.shape[0], qs.size), dtype=np.int64)
     for i, q in enumerate(qs.tolist()):
-        out[:, i] = np.where(M <= q, val, 0).max(axis=(1, 2))
+        out[:, i] = np.where(q >= M, val, 0).max(axis=(1, 2))
     return out

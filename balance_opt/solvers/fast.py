@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 
 from balance_opt.instance import Instance
-from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
+from balance_opt.model import (
+    ad_user_costs,
+    ad_user_memory,
+    prefill_flops,
+    sd_iteration_seconds_per_user,
+    sd_user_costs,
+    sd_user_memory,
+)
 from balance_opt.solvers._fast_block import (
     Block,
     BoolArray,
@@ -63,7 +70,9 @@ def _strict_rows(cost: FloatArray, key: IntArray) -> BoolArray:
     return np.asarray(np.all(c[:, 1:] > c[:, :-1], axis=1))
 
 
-def algorithm1_all(inst: Instance, z: float, lams: Sequence[float], stats: _Counters) -> list[tuple[int, ...]]:
+def algorithm1_all(
+    inst: Instance, z: float, lams: Sequence[float], stats: _Counters
+) -> list[tuple[int, ...]]:
     """Algorithm 1's AD users for ``z`` and each ``lambda`` in ``lams`` (each > 0).
 
     One block per ``L1``: the users with ``LI <= L1`` in ``(LO, k)`` order. The bounds of
@@ -128,11 +137,21 @@ def _search(blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, 
 
 
 def _sd_costs(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: float) -> FloatArray:
-    """``sd_user_costs`` for one ``(L3, L4)`` per row, bit for bit (the test suite checks)."""
-    out = np.empty((L3s.size, n.size))
-    for i, (L3, L4) in enumerate(zip(L3s.tolist(), L4s.tolist(), strict=True)):
-        out[i] = sd_user_costs(inst, L3, L4, n, z)
-    return out
+    """``sd_user_costs`` for one ``(L3, L4)`` per row, bit for bit (the test suite checks).
+
+    The same expression as :func:`balance_opt.model.sd_user_costs`: per-iteration seconds
+    from the shared (elementwise) function, a sequential cumulative sum along each row,
+    plus the prefill share of :func:`balance_opt.model.sd_prefill_seconds_per_user`.
+    """
+    w = 1.0 - z
+    fn: Any = sd_iteration_seconds_per_user
+    per_iter = np.asarray(fn(inst, L3s[:, None], L4s[:, None], int(n.max()), w))
+    cum = np.concatenate((np.zeros((L3s.size, 1)), np.cumsum(per_iter, axis=1)), axis=1)
+    pre = (
+        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3s)
+        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3s)
+    ) / w
+    return np.asarray(pre[:, None] + cum[:, n])
 
 
 def _sd_memory(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray) -> FloatArray:
@@ -172,7 +191,7 @@ class _SdSearch:
         l4_lo = np.where(inpool, la[None, :], np.inf).min(axis=1)
         qs = np.array([self.q2])
         hi_cost = _sd_costs(inst, L3s, l4_hi, self.key, self.z)
-        top_ub, top_lb = batch_bounds(self.key, self.tp, self.up, inpool, hi_cost,
+        _, top_lb = batch_bounds(self.key, self.tp, self.up, inpool, hi_cost,
                                       _sd_memory(inst, L3s, l4_hi, self.key), self.budget, qs, real=True)
         lo_cost = _sd_costs(inst, L3s, l4_lo, self.key, self.z)
         root_ub, _ = batch_bounds(self.key, self.tp, self.up, inpool, lo_cost,
