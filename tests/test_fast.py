@@ -1,0 +1,224 @@
+"""The fast Algorithm 3 returns exactly the literal answer (z, lambda, AD and SD users in order).
+
+Every fast path has a slow twin here: :func:`balance_opt.solvers.literal.balance_literal`
+for the whole algorithm, a tuple-by-tuple block walk for the block search, brute-force
+maxima for the bounds, and the shared model functions for the vectorized contributions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from balance_opt.generator import generate
+from balance_opt.instance import Instance
+from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
+from balance_opt.solvers import fast
+from balance_opt.solvers._fast_block import Block, batch_bounds, frontier, literal_search, search, step_value
+from balance_opt.solvers.algorithm import ad_time_budget, memory_split
+from balance_opt.solvers.literal import balance_literal
+from tests.strategies import GRIDS, small_instances
+
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+COARSE = (GRIDS[2], GRIDS[3], GRIDS[4], (0.5,), (0.0, 1.0))
+
+
+@st.composite
+def instances(draw: st.DrawFn, **kwargs: object) -> Instance:
+    """``small_instances`` (K <= 7); at K = 7, coarse grids keep the literal walk quick."""
+    inst = draw(small_instances(**kwargs))  # type: ignore[arg-type]
+    if inst.num_users >= 7:
+        server = dataclasses.replace(
+            inst.server, z_grid=draw(st.sampled_from(COARSE)), lambda_grid=draw(st.sampled_from(COARSE))
+        )
+        inst = inst.replace(server=server)
+    return inst
+
+
+def assert_same(inst: Instance, z_grid: tuple[float, ...] | None = None,
+                lam_grid: tuple[float, ...] | None = None) -> None:
+    zg = inst.server.z_grid if z_grid is None else z_grid
+    lg = inst.server.lambda_grid if lam_grid is None else lam_grid
+    want = balance_literal(inst, zg, lg)
+    got = fast.balance_fast(inst, zg, lg)
+    assert (got.z, got.lam, got.ad, got.sd) == (want.z, want.lam, want.ad, want.sd)
+    assert got.stats["implementation"] == "fast"
+
+
+# --- whole algorithm against the literal reference ------------------------------------
+
+
+@FAST
+@given(instances())
+def test_matches_literal(inst: Instance) -> None:
+    assert_same(inst)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instances(draft_length=st.just(1), tight_memory=True, tight_deadlines=True))
+def test_matches_literal_tight_ld1(inst: Instance) -> None:
+    assert_same(inst)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instances(draft_length=st.integers(2, 4), tight_memory=False, tight_deadlines=False))
+def test_matches_literal_loose_long_drafts(inst: Instance) -> None:
+    assert_same(inst)
+
+
+def _uniform(inst: Instance, **arrays: object) -> Instance:
+    k = inst.num_users
+    changes = {name: np.full(k, value) for name, value in arrays.items()}
+    return inst.replace(**changes)
+
+
+def _base(k: int, seed: int = 3) -> Instance:
+    return generate("fig4", users=k, seed=seed)
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_identical_users(k: int) -> None:
+    """Equal lengths, deadlines and channels: every c_k ties, order falls to k."""
+    inst = _uniform(_base(k), input_tokens=40, output_tokens=20, deadline_s=0.9, acceptance=0.7,
+                    uplink_spectral_efficiency=7.0, downlink_spectral_efficiency=9.0)
+    assert_same(inst, (0.0, 0.5, 1.0), (0.0, 0.5, 1.0))
+
+
+def test_equal_lengths_distinct_deadlines() -> None:
+    inst = _base(5)
+    inst = inst.replace(input_tokens=np.full(5, 30), output_tokens=np.array([10, 10, 20, 20, 10]),
+                        deadline_s=np.array([0.4, 0.6, 0.6, 0.9, 0.4]))
+    assert_same(inst, (0.0, 0.4, 0.8, 1.0), (0.0, 0.5, 1.0))
+
+
+def _deadline_at_budget(inst: Instance, k: int, z: float, ulps: int) -> float:
+    """A deadline whose (28) budget for user k alone equals its c_k to the bit, moved by ulps."""
+    L1, lo = int(inst.input_tokens[k]), int(inst.output_tokens[k])
+    c = float(ad_user_costs(inst, L1, np.array([lo]), z)[0])
+    up, down = float(inst.upload_s[k]), float(inst.download_s[k])
+    t = c + up + lo * inst.llm.beta_s + down
+    for _ in range(200):  # walk to the smallest deadline whose budget reaches c exactly
+        tp = t - down
+        b = ad_time_budget(inst, tp, up, lo)
+        t = math.nextafter(t, math.inf) if b < c else math.nextafter(t, -math.inf)
+        if b >= c and ad_time_budget(inst, math.nextafter(t, -math.inf) - down, up, lo) < c:
+            break
+    for _ in range(abs(ulps)):
+        t = math.nextafter(t, math.inf if ulps > 0 else -math.inf)
+    return t
+
+
+@pytest.mark.parametrize("ulps", [-1, 0, 1])
+def test_user_exactly_at_budget(ulps: int) -> None:
+    """Plain ``<=`` at the boundary: a user whose budget equals its cost to the bit."""
+    inst = _base(3)
+    deadlines = inst.deadline_s.copy()
+    deadlines[0] = _deadline_at_budget(inst, 0, 1.0, ulps)
+    inst = inst.replace(deadline_s=deadlines)
+    assert_same(inst, (1.0,), (1.0,))
+    assert_same(inst, (0.0, 0.5, 1.0), (0.5, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("preset", "k", "seed"), [("fig4", 10, 1), ("fig5", 10, 2), ("fig4", 11, 7), ("fig5", 12, 5)]
+)
+def test_seeded_larger(preset: str, k: int, seed: int) -> None:
+    """Larger generated instances exercise the bounds and the L4 tree (a coarse grid)."""
+    inst = generate(preset, users=k, seed=seed)
+    assert_same(inst, (0.0, 0.3, 0.7), (0.0, 0.4, 1.0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("preset", "seed"), [("fig4", 11), ("fig5", 12)])
+def test_seeded_larger_full_grid_slow(preset: str, seed: int) -> None:
+    assert_same(generate(preset, users=12, seed=seed), (0.0, 0.2, 0.5, 0.8, 1.0), (0.0, 0.3, 0.6, 1.0))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instances(max_users=4))
+def test_literal_fallback_matches(inst: Instance) -> None:
+    """With every block declared non-strict the tuple-by-tuple fallback must agree too."""
+    original = fast._strict_rows
+    fast._strict_rows = lambda cost, key: np.zeros(cost.shape[0], dtype=bool)
+    try:
+        assert_same(inst)
+    finally:
+        fast._strict_rows = original
+
+
+# --- the pieces against their twins ---------------------------------------------------
+
+
+def _ad_block(inst: Instance, z: float, L1: int) -> Block:
+    lo = inst.output_tokens
+    order = np.lexsort((np.arange(inst.num_users), lo))
+    pool = order[inst.input_tokens[order] <= L1]
+
+    def budget(t: object, tau: object, v: object) -> object:
+        return ad_time_budget(inst, t, tau, v)  # type: ignore[arg-type]
+
+    cost, mem = ad_user_costs(inst, L1, lo, z)[pool], ad_user_memory(inst, L1, lo)[pool]
+    return Block(pool, lo[pool], inst.budget_s[pool], inst.upload_s[pool], cost, mem,
+                 fast._values(inst.budget_s), budget)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_instances(), st.sampled_from([0.1, 0.5, 1.0]), st.sampled_from([0.3, 1.0]),
+       st.integers(0, 3), st.data())
+def test_block_search_and_bounds(
+    inst: Instance, z: float, lam: float, floor: int, data: st.DataObject
+) -> None:
+    L1 = data.draw(st.sampled_from(sorted(set(inst.input_tokens.tolist()))))
+    blk = _ad_block(inst, z, L1)
+    q, _ = memory_split(inst, z, lam)
+    v_vals, tau_vals = fast._values(inst.output_tokens), fast._values(inst.upload_s)
+    want = literal_search(blk, q, 0, v_vals, tau_vals)
+    best = want.served if want else 0
+    got = search(blk, q, floor)
+    if best > floor:
+        assert got == want
+    else:
+        assert got is None
+    ub_t, ub_l, lb_t, lb_l = frontier(blk, real=True)
+    assert step_value(lb_t, lb_l, q) <= best <= step_value(ub_t, ub_l, q)
+    m = np.ones((1, blk.users.size), dtype=bool)
+    ub, lb = batch_bounds(blk.key, blk.tp, blk.up, m, blk.cost[None], blk.mem[None], blk.budget,
+                          np.array([q]), real=True)
+    assert lb[0, 0] <= best <= ub[0, 0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_instances(), st.sampled_from([0.0, 0.3, 0.9]))
+def test_vectorized_contributions_are_bitwise(inst: Instance, z: float) -> None:
+    n = inst.sd_iterations
+    L3s = np.unique(inst.input_tokens).astype(np.float64)
+    L4s = np.resize(np.append(inst.accepted_drafts, 0.0), L3s.size)
+    costs = fast._sd_costs(inst, L3s, L4s, n, z)
+    mems = fast._sd_memory(inst, L3s, L4s, n)
+    for i in range(L3s.size):
+        assert np.array_equal(costs[i], sd_user_costs(inst, float(L3s[i]), float(L4s[i]), n, z))
+        assert np.array_equal(mems[i], sd_user_memory(inst, float(L3s[i]), float(L4s[i]), n))
+    if z > 0:
+        L1s = np.unique(inst.input_tokens)
+        ad = fast._ad_costs(inst, L1s, inst.output_tokens, z)
+        for i, L1 in enumerate(L1s.tolist()):
+            assert np.array_equal(ad[i], ad_user_costs(inst, L1, inst.output_tokens, z))
+
+
+def test_rejects_bad_grids() -> None:
+    inst = _base(2)
+    with pytest.raises(ValueError, match="z_grid"):
+        fast.balance_fast(inst, (), (0.5,))
+    with pytest.raises(ValueError, match="lam_grid"):
+        fast.balance_fast(inst, (0.5,), (0.6, 0.2))
+
+
+def test_nobody_served_defaults_to_first_pair() -> None:
+    inst = _base(3).replace(deadline_s=np.full(3, 1e-4))
+    out = fast.balance_fast(inst, (0.2, 0.6), (0.3, 0.9))
+    assert (out.z, out.lam, out.ad, out.sd) == (0.2, 0.3, (), ())
