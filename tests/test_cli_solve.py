@@ -85,3 +85,17 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, make: object, message: 
     assert res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1
     assert message in res.stderr
+
+
+def test_json_with_highs_keeps_stdout_clean(inst_dir: Path) -> None:
+    from balance_opt.solvers import solver_class
+
+    try:
+        solver_class("milp-highs")
+    except ImportError:
+        pytest.skip("milp-highs is not available here")
+    res = cli("solve", str(inst_dir / "fig4-K5-s0002.json"), "--solver", "milp-highs", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "optimal"
+    assert doc["bound"] == doc["served"]
