@@ -1,0 +1,1 @@
+"""Benchmark scripts: each prints a table; run with ``python -m benchmarks.<name>``."""

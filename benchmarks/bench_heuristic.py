@@ -1,0 +1,121 @@
+"""Speed of the ``balance`` solver (the fast Algorithm 3), printed as Markdown tables.
+
+    python -m benchmarks.bench_heuristic            # the full tables (several minutes)
+    python -m benchmarks.bench_heuristic --quick    # a smoke run of a few seconds
+
+Tables: (1) median ``Result.runtime_s`` (solver time in one process, imports excluded),
+peak resident memory and served users over seeds, for the fig4 and fig5 presets; (2) the
+speed-up over the literal reference ``balance-literal`` on the same instances (one run
+each, outcomes checked equal); (3) the speed-up over ``exhaustive`` (exact search over
+3^K assignments). Jobs run one at a time; each (preset, K) of table 1 runs in a fresh
+process so that its peak memory is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from balance_opt.generator import generate
+from balance_opt.result import Result
+from balance_opt.solvers import get_solver
+
+
+def _solve(name: str, preset: str, users: int, seed: int, **options: Any) -> Result:
+    inst = generate(preset, users=users, seed=seed)
+    return get_solver(name, **options).solve(inst)
+
+
+def worker(preset: str, users: int, seeds: int) -> dict[str, Any]:
+    """Table 1 for one (preset, K), measured inside this process."""
+    runs = [_solve("balance", preset, users, seed) for seed in range(seeds)]
+    return {
+        "preset": preset,
+        "users": users,
+        "seeds": seeds,
+        "median_s": statistics.median(r.runtime_s for r in runs),
+        "max_s": max(r.runtime_s for r in runs),
+        "median_served": statistics.median(r.served for r in runs),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def table_runtime(presets: Sequence[str], users: Sequence[int], seeds: int, fresh: bool) -> list[str]:
+    lines = [
+        "| preset | K | seeds | median runtime_s | max runtime_s | median served | peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for preset in presets:
+        for k in users:
+            if fresh:
+                cmd = [sys.executable, "-m", "benchmarks.bench_heuristic", "--worker", preset, str(k)]
+                cmd.append(str(seeds))
+                row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            else:
+                row = worker(preset, k, seeds)
+            lines.append(
+                f"| {preset} | {k} | {seeds} | {row['median_s']:.4f} | {row['max_s']:.4f} | "
+                f"{row['median_served']:g} | {row['peak_rss_mb']:.0f} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def table_vs(other: str, users: Sequence[int], seed: int, **options: Any) -> list[str]:
+    """Runtime of ``other`` over that of ``balance`` on the same fig4 instances."""
+    lines = [
+        f"| K | {other} runtime_s | balance runtime_s | speed-up | {other} served | balance served |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k in users:
+        slow = _solve(other, "fig4", k, seed, **options)
+        fast = _solve("balance", "fig4", k, seed)
+        if other == "balance-literal" and (slow.z, slow.lam, slow.served) != (fast.z, fast.lam, fast.served):
+            raise SystemExit(f"fast and literal disagree at K={k}")
+        lines.append(
+            f"| {k} | {slow.runtime_s:.4f} | {fast.runtime_s:.4f} | {slow.runtime_s / fast.runtime_s:.1f}x | "
+            f"{slow.served} | {fast.served} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: small K, one seed")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--users", type=int, nargs="+", default=[16, 30, 70, 200])
+    ap.add_argument("--presets", nargs="+", default=["fig4", "fig5"])
+    ap.add_argument("--worker", nargs=3, metavar=("PRESET", "K", "SEEDS"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        preset, k, seeds = args.worker
+        print(json.dumps(worker(preset, int(k), int(seeds))))
+        return 0
+    if args.quick:
+        users, seeds, literal_k, exhaustive_k = [16], 1, [6], [8]
+    else:
+        users, seeds, literal_k, exhaustive_k = args.users, args.seeds, [6, 8, 10], [8, 9, 10, 11, 12]
+    start = time.perf_counter()
+    out = [f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}", ""]
+    out += ["### balance runtime (median over seeds 0..n-1)", ""]
+    out += table_runtime(args.presets, users, seeds, fresh=not args.quick)
+    out += ["", "### speed-up over the literal Algorithm 3 (fig4, seed 0, one run)", ""]
+    out += table_vs("balance-literal", literal_k, 0)
+    out += ["", "### speed-up over exhaustive search (fig4, seed 0, one run)", ""]
+    out += table_vs("exhaustive", exhaustive_k, 0, force=True)
+    out += ["", f"total wall time {time.perf_counter() - start:.1f} s"]
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
