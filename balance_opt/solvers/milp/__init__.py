@@ -1,0 +1,97 @@
+"""Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
+
+``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (variables and linear or
+indicator rows, one model per z) and :mod:`.search` (the z loop, warm start, cutoffs,
+bounds and the evaluator check); only the translation to the backend differs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+from typing import Any, ClassVar
+
+from balance_opt.evaluate import Schedule
+from balance_opt.instance import Instance
+from balance_opt.result import SolverOutput
+from balance_opt.solvers.base import Solver, SolverUnavailable
+
+
+@cache
+def _missing(*modules: str) -> tuple[str, ...]:
+    """The modules that cannot be imported here (probed once)."""
+    return tuple(m for m in modules if importlib.util.find_spec(m) is None)
+
+
+def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
+    missing = _missing(*modules)
+    if missing:
+        raise SolverUnavailable(
+            f"solver {solver!r} needs {', '.join(missing)}: install it with `pip install {pip}`"
+        )
+
+
+class HighsMilpSolver(Solver):
+    """P1 solved exactly by HiGHS through Pyomo's solver interface."""
+
+    name = "milp-highs"
+    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True}
+    _modules = ("pyomo", "highspy")
+    _pip = "pyomo highspy"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return not _missing(*cls._modules)
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        _require(self.name, self._modules, self._pip)
+        from balance_opt.solvers.milp.pyomo_backend import solve_highs
+        from balance_opt.solvers.milp.search import search
+
+        threads = int(self.options["threads"])
+
+        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
+            return solve_highs(f, time_limit=limit, threads=threads, seed=seed, start=start)
+
+        return search(
+            instance, backend, time_limit=time_limit, hint=hint, warm_start=bool(self.options["warm_start"])
+        )
+
+
+class CpSatMilpSolver(Solver):
+    """The same formulation solved by OR-Tools CP-SAT in integer units."""
+
+    name = "milp-cpsat"
+    option_defaults: ClassVar[dict[str, Any]] = {"threads": 8, "warm_start": True, "indicators": "enforce"}
+    _modules = ("ortools",)
+    _pip = "ortools"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return not _missing(*cls._modules)
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        _require(self.name, self._modules, self._pip)
+        from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
+        from balance_opt.solvers.milp.search import search
+
+        threads = int(self.options["threads"])
+        indicators = str(self.options["indicators"])
+
+        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
+            rounding = "strict" if strict else "relaxed"
+            return solve_cpsat(
+                f, time_limit=limit, threads=threads, seed=seed, start=start,
+                rounding=rounding, indicators=indicators,
+            )
+
+        return search(
+            instance, backend, time_limit=time_limit, hint=hint, warm_start=bool(self.options["warm_start"])
+        )
+
+
+__all__ = ["CpSatMilpSolver", "HighsMilpSolver"]

@@ -1,0 +1,351 @@
+"""P1 for one compute fraction z as a backend-neutral MILP (MODEL.md sections 4-6).
+
+One description of variables and linear rows, translated to Pyomo (big-M rows) and to
+CP-SAT (``only_enforce_if``), so the two backends cannot drift apart. ``docs/milp.md``
+derives every row; in short, for fixed z every latency and memory term is linear in the
+mode binaries once the padded lengths are fixed, and the padded lengths are maxima over
+the served set: each max gets one *candidate row* per user j, written with the padded
+value ``max(LI_k, LI_j)`` and enforced when user j is served. The candidate row of the
+true argmax is the exact constraint; the others are implied by it (latency and memory
+grow with the padded lengths). An unconditional *base row* (every user padded to its own
+length) is valid too, and it makes the big-M of each candidate row small:
+``M_j = sum_k (coefficient with padding to LI_j - own coefficient)``.
+
+Units: time rows in microseconds, memory rows in megabytes (1e6 B), token counts as is.
+The right-hand sides carry MODEL.md's relative tolerance (``T (1 + 1e-9)``), so the
+model's feasible set is exactly the evaluator's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from balance_opt.evaluate import AD, REL_TOL, SD, Schedule, evaluate
+from balance_opt.instance import FloatArray, Instance
+from balance_opt.model import decode_flops_sum, prefill_flops, sd_user_costs
+
+US_PER_S = 1e6  # time rows are in microseconds
+BYTES_PER_MB = 1e6  # memory rows are in megabytes
+
+# Row and variable units; each backend picks its own scale per unit.
+TIME, MEMORY, TOKENS, COUNT = "time", "memory", "tokens", "count"
+
+
+@dataclass(frozen=True)
+class Var:
+    """A decision variable: ``binary`` or ``continuous`` in ``[lb, ub]``.
+
+    ``role`` says how a continuous variable is pinned down: ``max`` variables are bounded
+    below by their defining rows (a maximum or a sum), ``min`` variables above (the
+    tightest deadline of a mode). Integer backends round ``max`` down and ``min`` up.
+    """
+
+    name: str
+    kind: str  # "binary" | "continuous"
+    lb: float
+    ub: float
+    unit: str = COUNT
+    role: str = ""  # "max" | "min" for continuous variables
+
+
+@dataclass(frozen=True)
+class Row:
+    """``sum coef * var <= rhs``, enforced only when binary ``indicator`` is 1 (if given).
+
+    ``big_m`` bounds ``lhs - rhs`` whenever the indicator is 0, so the big-M form
+    ``lhs + big_m * ind <= rhs + big_m`` is exact.
+    """
+
+    name: str
+    index: tuple[int, ...]
+    coef: tuple[float, ...]
+    rhs: float
+    unit: str
+    indicator: int | None = None
+    big_m: float = 0.0
+
+
+@dataclass
+class Formulation:
+    """The MILP of P1 at one z: maximize the number of served users."""
+
+    z: float
+    vars: list[Var] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    ad_users: list[int] = field(default_factory=list)  # user position of each x variable
+    sd_users: list[int] = field(default_factory=list)  # user position of each y variable
+    x: list[int] = field(default_factory=list)  # variable index of x_k (AD) per ad_users
+    y: list[int] = field(default_factory=list)  # variable index of y_k (SD) per sd_users
+
+    @property
+    def objective(self) -> list[int]:
+        """Variables of the objective ``sum x + sum y`` (each with coefficient 1)."""
+        return self.x + self.y
+
+    @property
+    def count_bound(self) -> int:
+        """Users eligible for some mode: a bound on this z's optimum without solving."""
+        return len(set(self.ad_users) | set(self.sd_users))
+
+    def add_var(self, name: str, kind: str, lb: float, ub: float, unit: str = COUNT, role: str = "") -> int:
+        self.vars.append(Var(name, kind, float(lb), float(ub), unit, role))
+        return len(self.vars) - 1
+
+    def add_row(
+        self,
+        name: str,
+        terms: dict[int, float],
+        rhs: float,
+        unit: str,
+        indicator: int | None = None,
+        big_m: float = 0.0,
+    ) -> None:
+        keep = {i: float(c) for i, c in terms.items() if c != 0.0}
+        self.rows.append(
+            Row(name, tuple(keep), tuple(keep.values()), float(rhs), unit, indicator, max(0.0, float(big_m)))
+        )
+
+    def schedule(self, values: NDArray[np.float64], num_users: int) -> Schedule:
+        """The schedule of a (rounded) solution vector."""
+        modes = np.zeros(num_users, dtype=np.int8)
+        for k, i in zip(self.ad_users, self.x, strict=True):
+            if values[i] > 0.5:
+                modes[k] = AD
+        for k, i in zip(self.sd_users, self.y, strict=True):
+            if values[i] > 0.5:
+                modes[k] = SD
+        return Schedule(self.z, modes)
+
+
+@dataclass
+class BackendResult:
+    """What one backend solve of one formulation found."""
+
+    status: str  # "optimal" | "infeasible" | "time_limit"
+    values: NDArray[np.float64] | None  # solution vector (formulation order), if any
+    bound: float | None  # proved upper bound on the objective, if any
+    stats: dict[str, Any]
+    exact: bool = True  # bound and infeasibility hold for every P1 schedule of the model
+
+
+def eligible_users(inst: Instance, z: float) -> tuple[list[int], list[int]]:
+    """Users that can be served alone in AD, resp. SD, at z (latency and memory).
+
+    Latency and memory only grow when users are added (all maxima and sums are
+    monotone), so a user who fails alone fails in every schedule: fixing its binary to
+    0 keeps the model exact.
+    """
+    k = inst.num_users
+    ad: list[int] = []
+    sd: list[int] = []
+    for mode, out in ((AD, ad), (SD, sd)):
+        for u in range(k):
+            modes = np.zeros(k, dtype=np.int8)
+            modes[u] = mode
+            if evaluate(inst, Schedule(z, modes)).feasible:
+                out.append(u)
+    return ad, sd
+
+
+def time_rhs_us(inst: Instance, users: list[int]) -> FloatArray:
+    """Per-user latency limit ``T (1 + 1e-9) - down`` in microseconds (20), (21c)."""
+    idx = np.asarray(users, dtype=np.int64)
+    return (inst.deadline_s[idx] * (1.0 + REL_TOL) - inst.download_s[idx]) * US_PER_S
+
+
+def _padded(values: FloatArray) -> NDArray[np.float64]:
+    """``P[j, k] = max(v_k, v_j)``: user k padded to candidate j's value."""
+    return np.maximum(values[None, :], values[:, None])
+
+
+def _add_max_rows(
+    f: Formulation,
+    name: str,
+    binaries: list[int],
+    matrix: NDArray[np.float64],
+    extra: dict[int, float],
+    rhs: float,
+    unit: str,
+) -> None:
+    """Base row (diagonal coefficients) and one candidate row per strictly larger padding.
+
+    ``matrix[j, k]`` is user k's coefficient when the maximum is candidate j's value; it
+    must be >= the diagonal ``matrix[k, k]`` (monotone in the padding).
+    """
+    own = np.diag(matrix)
+    base = {b: c for b, c in zip(binaries, own.tolist(), strict=True)}
+    f.add_row(f"{name}_base", {**base, **extra}, rhs, unit)
+    for j, bj in enumerate(binaries):
+        excess = matrix[j] - own
+        if not (excess > 0.0).any():
+            continue  # the same row as the base row
+        terms = {b: c for b, c in zip(binaries, matrix[j].tolist(), strict=True)}
+        f.add_row(f"{name}_{j}", {**terms, **extra}, rhs, unit, indicator=bj, big_m=float(excess.sum()))
+
+
+def _add_mode_common(
+    f: Formulation, inst: Instance, tag: str, users: list[int], binaries: list[int]
+) -> tuple[int, int]:
+    """Upload maximum ``tau`` (1), (2) and the tightest deadline ``D`` of a mode."""
+    up = inst.upload_s[users] * US_PER_S
+    rhs = time_rhs_us(inst, users)
+    tau = f.add_var(f"tau_{tag}", "continuous", 0.0, float(up.max()), TIME, "max")
+    dmax = float(rhs.max())
+    d = f.add_var(f"D_{tag}", "continuous", 0.0, dmax, TIME, "min")
+    for b, u_k, r_k in zip(binaries, up.tolist(), rhs.tolist(), strict=True):
+        f.add_row(f"tau_{tag}_{b}", {b: u_k, tau: -1.0}, 0.0, TIME)
+        f.add_row(f"D_{tag}_{b}", {d: 1.0}, r_k, TIME, indicator=b, big_m=dmax - r_k)
+    return tau, d
+
+
+def _add_ad(f: Formulation, inst: Instance, z: float) -> int | None:
+    """AD latency (17) <= every served deadline, and the AD KV memory variable (15)."""
+    users = f.ad_users
+    if not users:
+        return None
+    li = inst.input_tokens[users].astype(np.float64)
+    lo = inst.output_tokens[users].astype(np.float64)
+    f.x = [f.add_var(f"x_{k}", "binary", 0, 1) for k in users]
+    tau, d = _add_mode_common(f, inst, "ad", users, f.x)
+    l2 = f.add_var("L2", "continuous", 0.0, float(lo.max()), TOKENS, "max")  # (5)
+    for b, lo_k in zip(f.x, lo.tolist(), strict=True):
+        f.add_row(f"L2_{b}", {b: lo_k, l2: -1.0}, 0.0, TOKENS)
+    pad = _padded(li)
+    # c_k(L1) = alpha^L (G_p(L1) + sum_{l<LO_k} G_a(L1, l)) / z  (17), (26)
+    flops = prefill_flops(inst.llm, pad) + decode_flops_sum(inst.llm, pad, lo[None, :] - 1.0)
+    work = inst.llm.alpha_s_per_flop * flops / z * US_PER_S
+    extra = {tau: 1.0, l2: inst.llm.beta_s * US_PER_S, d: -1.0}
+    _add_max_rows(f, "t_ad", f.x, work, extra, 0.0, TIME)
+    kv = inst.llm_kv_bytes_per_token / BYTES_PER_MB
+    ma = f.add_var("MA", "continuous", 0.0, kv * float((li.max() + lo).sum()), MEMORY, "max")
+    _add_max_rows(f, "q_ad", f.x, kv * (pad + lo[None, :]), {ma: -1.0}, 0.0, MEMORY)  # (15)
+    return ma
+
+
+def sd_l4_coefficients(inst: Instance, z: float, n_iter: NDArray[np.int64]) -> FloatArray:
+    """``C_k``: seconds per unit of ``L4`` in user k's SD iterations (30).
+
+    ``P_n = L3 + (n - 1) L4 + (n - 2)`` for ``n >= 2`` (10, D2), and each iteration
+    ``n >= 2`` costs ``b P_n`` plus a constant with
+    ``b = (alpha^S M^S 4 Dh^S H^S LD + alpha^L M^L 4 Dh^L H^L (LD + 1)) / (1 - z)``,
+    so ``C_k = b sum_{n=2..N_k} (n - 1) = b N_k (N_k - 1) / 2``.
+    """
+    ld = inst.server.draft_length
+    slm, llm = inst.slm, inst.llm
+    b = (
+        slm.alpha_s_per_flop * slm.layers * slm.attention_flops_per_pair * ld
+        + llm.alpha_s_per_flop * llm.layers * llm.attention_flops_per_pair * (ld + 1)
+    ) / (1.0 - z)
+    n = n_iter.astype(np.float64)
+    return b * n * (n - 1.0) / 2.0
+
+
+def _add_sd(f: Formulation, inst: Instance, z: float) -> tuple[int, int, dict[int, float]] | None:
+    """SD latency (19) <= every served deadline, and the SD KV memory terms (16)."""
+    users = f.sd_users
+    if not users:
+        return None
+    ld = inst.server.draft_length
+    li = inst.input_tokens[users].astype(np.float64)
+    la = inst.accepted_drafts[users]
+    n_it = inst.sd_iterations[users]
+    f.y = [f.add_var(f"y_{k}", "binary", 0, 1) for k in users]
+    tau, d = _add_mode_common(f, inst, "sd", users, f.y)
+    nm = f.add_var("Nmax", "continuous", 0.0, float(n_it.max()), TOKENS, "max")  # (9)
+    for b, n_k in zip(f.y, n_it.tolist(), strict=True):
+        f.add_row(f"Nmax_{b}", {b: float(n_k), nm: -1.0}, 0.0, TOKENS)
+    # user k's prefill and iteration seconds at L3 = max(LI_k, LI_j), L4 = 0 (7), (8), (30)
+    g = np.empty((len(users), len(users)))
+    for j, v in enumerate(li.tolist()):
+        g[j] = sd_user_costs(inst, v, 0.0, n_it, z)
+    g = np.where(li[None, :] >= li[:, None], np.diag(g)[None, :], g) * US_PER_S
+    c4 = sd_l4_coefficients(inst, z, n_it) * US_PER_S
+    v4 = f.add_var("V4", "continuous", 0.0, float(c4.sum() * la.max()), TIME, "max")
+    _add_max_rows(f, "t_sd_L4", f.y, c4[None, :] * _padded(la), {v4: -1.0}, 0.0, TIME)
+    fixed = (inst.llm.beta_s + ld * inst.slm.beta_s) * US_PER_S  # per iteration; + beta^L once
+    extra = {tau: 1.0, v4: 1.0, nm: fixed, d: -1.0}
+    _add_max_rows(f, "t_sd", f.y, g, extra, -inst.llm.beta_s * US_PER_S, TIME)
+    # q_sd: (kv^S + kv^L) (L3 + (N_k - 1) L4) + e_k per user (16), (31), D4
+    kv_s, kv_l = inst.slm_kv_bytes_per_token, inst.llm_kv_bytes_per_token
+    kv = (kv_s + kv_l) / BYTES_PER_MB
+    ms3 = f.add_var("MS3", "continuous", 0.0, kv * float(li.max()) * len(users), MEMORY, "max")
+    _add_max_rows(f, "q_sd_L3", f.y, kv * _padded(li), {ms3: -1.0}, 0.0, MEMORY)
+    steps = (n_it - 1).astype(np.float64)
+    ms4 = f.add_var("MS4", "continuous", 0.0, kv * float((steps * la.max()).sum()), MEMORY, "max")
+    _add_max_rows(f, "q_sd_L4", f.y, kv * steps[None, :] * _padded(la), {ms4: -1.0}, 0.0, MEMORY)
+    offset = np.maximum(n_it - 2, 0).astype(np.float64)
+    e = ((kv_s + kv_l) * (ld + offset) + kv_l * (n_it >= 2)) / BYTES_PER_MB
+    return ms3, ms4, {b: float(c) for b, c in zip(f.y, e.tolist(), strict=True)}
+
+
+def build(inst: Instance, z: float, *, min_served: int = 0) -> Formulation:
+    """The MILP of P1 at compute fraction ``z``, optionally with ``served >= min_served``."""
+    f = Formulation(z)
+    f.ad_users, f.sd_users = eligible_users(inst, z)
+    ma = _add_ad(f, inst, z)
+    sd = _add_sd(f, inst, z)
+    memory: dict[int, float] = {}
+    if ma is not None:
+        memory[ma] = 1.0
+    if sd is not None:
+        memory.update({sd[0]: 1.0, sd[1]: 1.0, **sd[2]})
+    if memory:  # (21d)
+        weights = inst.llm_weight_bytes + (inst.slm_weight_bytes if z < 1.0 else 0.0)
+        cap = (inst.server.memory_bytes * (1.0 + REL_TOL) - weights) / BYTES_PER_MB
+        f.add_row("memory", memory, cap, MEMORY)
+    x_of = dict(zip(f.ad_users, f.x, strict=True))
+    for k, yk in zip(f.sd_users, f.y, strict=True):
+        if k in x_of:
+            f.add_row(f"one_mode_{k}", {x_of[k]: 1.0, yk: 1.0}, 1.0, COUNT)
+    if min_served > 0:
+        f.add_row("cutoff", {i: -1.0 for i in f.objective}, -float(min_served), COUNT)
+    return f
+
+
+def solution_values(f: Formulation, schedule: Schedule) -> NDArray[np.float64] | None:
+    """A full variable vector for ``schedule`` (a warm start), or None if not representable.
+
+    Binaries from the modes; each continuous variable at its tightest value implied by
+    its defining rows (rows in which it is the only continuous variable).
+    """
+    vals = np.zeros(len(f.vars))
+    modes = schedule.modes
+    for k, i in zip(f.ad_users, f.x, strict=True):
+        vals[i] = float(modes[k] == AD)
+    for k, i in zip(f.sd_users, f.y, strict=True):
+        vals[i] = float(modes[k] == SD)
+    chosen = set(np.flatnonzero(modes).tolist())
+    if chosen - {k for k, i in zip(f.ad_users, f.x, strict=True) if vals[i]} - {
+        k for k, i in zip(f.sd_users, f.y, strict=True) if vals[i]
+    }:
+        return None  # a user in a mode it is not eligible for
+    cont = [i for i, v in enumerate(f.vars) if v.kind == "continuous"]
+    for i in cont:
+        vals[i] = f.vars[i].lb if f.vars[i].role == "max" else f.vars[i].ub
+    for row in f.rows:
+        if row.indicator is not None and vals[row.indicator] < 0.5:
+            continue
+        mine = [(i, c) for i, c in zip(row.index, row.coef, strict=True) if f.vars[i].kind == "continuous"]
+        if len(mine) != 1:
+            continue
+        i, a = mine[0]
+        rest = sum(c * vals[j] for j, c in zip(row.index, row.coef, strict=True) if j != i)
+        bound = (row.rhs - rest) / a
+        vals[i] = max(vals[i], bound) if a < 0 else min(vals[i], bound)
+    return vals
+
+
+def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) -> list[str]:
+    """Names of rows that ``vals`` violates by more than ``tol`` (relative to the row)."""
+    bad = []
+    for row in f.rows:
+        if row.indicator is not None and vals[row.indicator] < 0.5:
+            continue
+        lhs = sum(c * vals[i] for i, c in zip(row.index, row.coef, strict=True))
+        if lhs > row.rhs + tol * max(1.0, abs(row.rhs)):
+            bad.append(row.name)
+    return bad

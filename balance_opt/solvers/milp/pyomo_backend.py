@@ -1,0 +1,151 @@
+"""The formulation as a Pyomo model (big-M rows), solved by HiGHS through Pyomo.
+
+Pyomo's HiGHS interface (``pyomo.contrib.solver``) has no warm-start option, so the
+warm start goes through its persistent model: after ``set_instance`` the HiGHS object
+and the variable-to-column map are there, and ``Highs.setSolution`` hands HiGHS a
+starting incumbent. Where those attributes are missing, the solve runs without one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from balance_opt.solvers.milp.formulation import BackendResult, Formulation
+
+# HiGHS's default feasibility tolerances are 1e-6 / 1e-7 absolute; in microseconds and
+# megabytes that is far below MODEL.md's 1e-9 relative slack, and tighter integrality
+# keeps big-M rows from leaking (a leak is caught by the evaluator anyway).
+HIGHS_OPTIONS: dict[str, Any] = {
+    "mip_feasibility_tolerance": 1e-9,
+    "primal_feasibility_tolerance": 1e-9,
+    "output_flag": False,
+}
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Send file descriptor 1 to /dev/null: HiGHS prints its banner at C level."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def to_pyomo(f: Formulation) -> Any:
+    """A ``ConcreteModel`` with variables ``v[name]``, rows ``c[name]``, max objective."""
+    import pyomo.environ as pyo
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
+    m = pyo.ConcreteModel(name=f"balance_p1_z{f.z:g}")
+    names = [v.name for v in f.vars]
+    m.v = pyo.Var(names)
+    for v in f.vars:
+        var = m.v[v.name]
+        var.domain = pyo.Binary if v.kind == "binary" else pyo.NonNegativeReals
+        var.setlb(v.lb)
+        var.setub(v.ub)
+    pv = [m.v[n] for n in names]
+
+    def rule(_m: Any, name: str) -> Any:
+        row = rows[name]
+        coefs = list(row.coef)
+        variables = [pv[i] for i in row.index]
+        rhs = row.rhs
+        if row.indicator is not None:  # lhs + M ind <= rhs + M: free when ind = 0
+            coefs.append(row.big_m)
+            variables.append(pv[row.indicator])
+            rhs += row.big_m
+        return LinearExpression(constant=0.0, linear_coefs=coefs, linear_vars=variables) <= rhs
+
+    rows = {r.name: r for r in f.rows}
+    m.c = pyo.Constraint(list(rows), rule=rule)
+    m.served = pyo.Objective(expr=sum(pv[i] for i in f.objective), sense=pyo.maximize)
+    return m
+
+
+def solve_highs(
+    f: Formulation,
+    *,
+    time_limit: float | None,
+    threads: int,
+    seed: int,
+    start: NDArray[np.float64] | None = None,
+) -> BackendResult:
+    """Solve ``f`` with HiGHS via Pyomo; ``start`` is an optional warm-start vector."""
+    from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+    m = to_pyomo(f)
+    opt = SolverFactory("highs")
+    options = {**HIGHS_OPTIONS, "random_seed": int(seed)}
+    kwargs: dict[str, Any] = {
+        "load_solutions": False,
+        "raise_exception_on_nonoptimal_result": False,
+        "threads": threads,
+        "solver_options": options,
+    }
+    if time_limit is not None:
+        kwargs["time_limit"] = max(time_limit, 0.01)
+    warm = False
+    with quiet_stdout():
+        if start is not None:
+            opt.set_instance(m)
+            warm = _set_start(opt, m, f, start)
+        res = opt.solve(m, **kwargs)
+    tc = res.termination_condition
+    has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
+    values = None
+    if has_solution:
+        primals = res.solution_loader.get_vars()
+        values = np.array([float(primals[m.v[v.name]]) for v in f.vars])
+    if tc == TerminationCondition.convergenceCriteriaSatisfied:
+        status = "optimal"
+    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
+        status = "infeasible"
+    elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
+        status = "time_limit"
+    else:
+        raise RuntimeError(f"HiGHS stopped with {tc} on the z={f.z:g} model")
+    bound = res.objective_bound
+    if status == "optimal" and values is not None:
+        bound = float(res.incumbent_objective) if bound is None else bound
+    if bound is not None and not math.isfinite(bound):
+        bound = None
+    extra = getattr(res, "extra_info", None)
+    nodes = getattr(extra, "mip_node_count", None) if extra is not None else None
+    stats = {"nodes": nodes, "warm_start": warm}
+    return BackendResult(status, values, None if bound is None else float(bound), stats)
+
+
+def _set_start(opt: Any, m: Any, f: Formulation, start: NDArray[np.float64]) -> bool:
+    """Pass ``start`` to the persistent HiGHS object; False where the interface hides it."""
+    highs = getattr(opt, "_solver_model", None)
+    col_of = getattr(opt, "_pyomo_var_to_solver_var_map", None)
+    if highs is None or col_of is None:
+        return False
+    import highspy
+
+    cols = np.zeros(highs.getNumCol())
+    for v, val in zip(f.vars, start.tolist(), strict=True):
+        col = col_of.get(id(m.v[v.name]))
+        if col is None:
+            return False
+        cols[col] = val
+    sol = highspy.HighsSolution()
+    sol.col_value = cols.tolist()
+    sol.value_valid = True
+    return bool(highs.setSolution(sol) == highspy.HighsStatus.kOk)

@@ -1,0 +1,178 @@
+"""The search over the z grid shared by both backends: one exact model per z.
+
+Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. The grid
+is visited incumbent's z first, then by decreasing count bound (users eligible at z);
+every later model asks for ``served >= incumbent + 1``, so a z that cannot beat the
+incumbent ends as a quick infeasibility proof, and a z whose count bound is not above
+the incumbent is skipped. The instance bound is the max over z of the per-z bounds.
+Every schedule a backend returns is judged by the evaluator; a rejected one (float
+tolerances, integer rounding) is cut off by a no-good row and the model re-solved.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.instance import Instance
+from balance_opt.result import SolverOutput
+from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build, solution_values
+
+# backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
+Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool], BackendResult]
+
+BOUND_EPS = 1e-6  # integer bound = floor(bound + eps): the objective is a count
+MAX_REPAIRS = 5  # re-solves of one z after evaluator rejections
+TIME_RESERVE = 0.05  # share of the limit kept for model building and evaluation
+
+
+@dataclass
+class _Incumbent:
+    schedule: Schedule
+    served: int
+    objective: int  # the served count the producing solver claims
+    source: str
+
+
+@dataclass
+class _ZState:
+    form: Formulation
+    bound: int  # proved upper bound on this z's optimum
+    done: bool = False  # bound proved final (solved, infeasible or skipped)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def heuristic_start(inst: Instance) -> Schedule | None:
+    """The ``balance`` heuristic's schedule, or None where it is not installed."""
+    try:
+        from balance_opt.solvers import get_solver
+
+        res = get_solver("balance").solve(inst)
+    except Exception:  # absent or failing heuristic: the exact search does not need it
+        return None
+    return res.schedule if res.feasible else None
+
+
+def with_rows(f: Formulation, cutoff: int, no_goods: list[Schedule]) -> Formulation:
+    """``f`` plus ``served >= cutoff`` and one no-good row per rejected schedule."""
+    g = replace(f, rows=list(f.rows))
+    if cutoff > 0:
+        g.add_row("cutoff", {i: -1.0 for i in f.objective}, -float(cutoff), COUNT)
+    for n, bad in enumerate(no_goods):
+        vals = solution_values(f, bad)
+        if vals is None:
+            continue
+        ones = [i for i in f.objective if vals[i] > 0.5]
+        terms = {i: (-1.0 if vals[i] > 0.5 else 1.0) for i in f.objective}
+        g.add_row(f"no_good_{n}", terms, len(ones) - 1.0, COUNT)  # differ in >= 1 binary
+    return g
+
+
+def search(
+    inst: Instance,
+    backend: Backend,
+    *,
+    time_limit: float | None,
+    hint: Schedule | None,
+    warm_start: bool,
+) -> SolverOutput:
+    """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
+    inc = _first_incumbent(inst, hint, warm_start)
+    states = {z: _ZState(build(inst, z), 0) for z in inst.server.z_grid}
+    for st in states.values():
+        st.bound = st.form.count_bound
+    order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
+    for _sweep in range(2):  # the second sweep re-solves z models stopped by their share
+        pending = [z for z in order if not states[z].done]
+        for n, z in enumerate(pending):
+            st = states[z]
+            if st.bound <= inc.served:
+                st.done = True
+                st.stats.setdefault("skipped", True)
+                continue
+            share = None
+            if deadline is not None:
+                left = deadline - time.perf_counter()
+                if left <= 0.0:
+                    break
+                share = left / sum(1 for w in pending[n:] if states[w].bound > inc.served)
+            inc = _solve_z(inst, backend, st, inc, share)
+        if deadline is None or all(st.done for st in states.values()):
+            break
+    bound = max([inc.served, *(st.bound for st in states.values())])
+    all_done = all(st.done for st in states.values())
+    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
+    stats = {
+        "incumbent_source": inc.source,
+        "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
+    }
+    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+
+
+def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) -> _Incumbent:
+    """The hint if feasible, else the heuristic's schedule (when ``warm_start``), else nobody."""
+    candidates: list[tuple[str, Schedule | None]] = []
+    if hint is not None:
+        candidates = [("hint", hint)]
+    elif warm_start:
+        candidates = [("heuristic", heuristic_start(inst))]
+    for source, sched in candidates:
+        if sched is not None and sched.modes.shape == (inst.num_users,):
+            ev = evaluate(inst, sched)
+            if ev.feasible:
+                return _Incumbent(sched, ev.served, ev.served, source)
+    return _Incumbent(Schedule.empty(inst.num_users, inst.server.z_grid[0]), 0, 0, "empty")
+
+
+def _solve_z(
+    inst: Instance, backend: Backend, st: _ZState, inc: _Incumbent, share: float | None
+) -> _Incumbent:
+    """Solve one z model (with repairs) and update its bound and the incumbent."""
+    f = st.form
+    z_start = time.perf_counter()
+    same_z = inc.schedule.z == f.z and inc.served > 0
+    cutoff = inc.served if same_z else inc.served + 1
+    start = solution_values(f, inc.schedule) if same_z else None
+    no_goods: list[Schedule] = []
+    bounds: list[int] = []
+    timed_out = False
+    res: BackendResult | None = None
+    for attempt in range(MAX_REPAIRS + 1):
+        left = None if share is None else share - (time.perf_counter() - z_start)
+        if left is not None and left <= 0.0:
+            timed_out = True
+            break
+        res = backend(with_rows(f, cutoff, no_goods), left, start, attempt > 0)
+        if res.exact and res.bound is not None:
+            # the model holds every P1 schedule at z with served >= cutoff
+            bounds.append(max(cutoff - 1, math.floor(res.bound + BOUND_EPS)))
+        if res.exact and res.status == "infeasible":
+            bounds.append(cutoff - 1)
+        timed_out = res.status == "time_limit"
+        if res.values is None:
+            break
+        sched = f.schedule(res.values, inst.num_users)
+        ev = evaluate(inst, sched)
+        if ev.feasible:
+            claimed = round(float(sum(res.values[i] for i in f.objective)))
+            if ev.served > inc.served:
+                inc = _Incumbent(sched, ev.served, claimed, "milp")
+            break
+        no_goods.append(sched)
+        start = None
+        st.stats["rejected"] = len(no_goods)
+    st.bound = min([st.bound, *bounds])
+    st.done = not timed_out and bool(bounds)
+    st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
+    if res is not None:
+        st.stats.update(res.stats)
+    return inc

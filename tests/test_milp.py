@@ -1,0 +1,210 @@
+"""The exact MILP (milp-highs, milp-cpsat) against the evaluator and plain enumeration.
+
+Differential twins: every row of the formulation against the evaluator on random
+schedules (a schedule is representable iff it is P1-feasible), both integer roundings of
+the CP-SAT translation, and whole solves against a plain 3^K enumeration with
+``evaluate`` (and the ``exhaustive`` solver).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from balance_opt.evaluate import REL_TOL, Schedule, evaluate
+from balance_opt.generator import generate
+from balance_opt.instance import Instance
+from balance_opt.model import sd_user_costs
+from balance_opt.solvers import get_solver
+from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
+from balance_opt.solvers.milp.formulation import build, sd_l4_coefficients, solution_values, violated_rows
+from tests.strategies import instances_and_schedules, small_instances
+
+pytest.importorskip("pyomo")
+pytest.importorskip("highspy")
+pytest.importorskip("ortools")
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def brute_force(inst: Instance) -> int:
+    """P1's optimum by plain enumeration: every z, every one of the 3^K assignments."""
+    best = 0
+    for z in inst.server.z_grid:
+        for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
+            if sum(1 for m in modes if m) > best:
+                sched = Schedule(z, np.array(modes, dtype=np.int8))
+                if evaluate(inst, sched).feasible:
+                    best = sum(1 for m in modes if m)
+    return best
+
+
+def margin(inst: Instance, sched: Schedule) -> float:
+    """Smallest relative distance of the schedule's latencies and memory to their limits."""
+    ev = evaluate(inst, sched)
+    served = ~np.isnan(ev.completion_s)
+    gaps = [abs(ev.memory_bytes - inst.server.memory_bytes * (1 + REL_TOL)) / inst.server.memory_bytes]
+    limit = inst.deadline_s * (1 + REL_TOL)
+    gaps += (np.abs(limit - ev.completion_s)[served] / inst.deadline_s[served]).tolist()
+    return min(gaps)
+
+
+@FAST
+@given(instances_and_schedules())
+def test_rows_accept_exactly_the_feasible_schedules(case: tuple[Instance, Schedule]) -> None:
+    inst, sched = case
+    assume(margin(inst, sched) > 1e-11)
+    f = build(inst, sched.z)
+    vals = solution_values(f, sched)
+    feasible = evaluate(inst, sched).feasible
+    if vals is None:  # a user in a mode it cannot take even alone
+        assert not feasible
+        return
+    assert (not violated_rows(f, vals, tol=1e-13)) == feasible
+    assert f.schedule(vals, inst.num_users) == sched
+
+
+@FAST
+@given(small_instances(), st.floats(0.0, 0.95), st.floats(0.0, 30.0), st.floats(1.0, 300.0))
+def test_sd_cost_is_linear_in_l4(inst: Instance, z: float, l4: float, l3: float) -> None:
+    n = inst.sd_iterations
+    direct = sd_user_costs(inst, l3, l4, n, z)
+    split = sd_user_costs(inst, l3, 0.0, n, z) + sd_l4_coefficients(inst, z, n) * l4
+    np.testing.assert_allclose(split, direct, rtol=1e-12)
+
+
+def _cpsat_accepts(inst: Instance, sched: Schedule, rounding: str) -> bool:
+    """Does the CP-SAT model (given rounding) admit ``sched``'s binaries?"""
+    from ortools.sat.python import cp_model
+
+    f = build(inst, sched.z)
+    vals = solution_values(f, sched)
+    if vals is None:
+        return False
+    model, xs = to_cpsat(f, rounding=rounding)
+    for i in f.objective:
+        model.add(xs[i] == round(vals[i]))
+    for var, val in zip(xs, integer_start(f, vals), strict=True):
+        model.add_hint(var, val)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    return solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+@FAST
+@given(instances_and_schedules())
+def test_cpsat_roundings_bracket_p1(case: tuple[Instance, Schedule]) -> None:
+    inst, sched = case
+    feasible = evaluate(inst, sched).feasible
+    if feasible:  # relaxed rounding keeps every P1 schedule: its bound is valid
+        assert _cpsat_accepts(inst, sched, "relaxed")
+    if _cpsat_accepts(inst, sched, "strict"):  # strict rounding admits only P1 schedules
+        assert feasible
+
+
+def _check_exact(inst: Instance) -> None:
+    expected = brute_force(inst)
+    for name in ("milp-highs", "milp-cpsat"):
+        res = get_solver(name, threads=1).solve(inst, seed=0)
+        assert res.status == "optimal", (name, res.error)
+        assert res.feasible
+        assert res.served == expected == res.bound, name
+
+
+@FAST
+@given(small_instances(max_users=5))
+def test_milp_equals_brute_force(inst: Instance) -> None:
+    _check_exact(inst)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances(max_users=7))
+def test_milp_equals_brute_force_many(inst: Instance) -> None:
+    _check_exact(inst)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances(min_users=6, max_users=9))
+def test_milp_equals_exhaustive(inst: Instance) -> None:
+    ref = get_solver("exhaustive").solve(inst)
+    assert ref.status == "optimal"
+    for name in ("milp-highs", "milp-cpsat"):
+        res = get_solver(name, threads=1).solve(inst)
+        assert res.status == "optimal", (name, res.error)
+        assert res.served == ref.served == res.bound
+
+
+@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+def test_time_limit_gives_schedule_and_bound(name: str) -> None:
+    inst = generate("fig4", 30, seed=3)
+    res = get_solver(name).solve(inst, time_limit=0.5)
+    assert res.status in ("time_limit", "optimal"), res.error
+    assert res.feasible
+    assert res.bound is not None
+    assert res.bound >= res.served
+    assert res.runtime_s < 0.5 * 1.1 + 1.0  # the limit, plus building the models
+    assert res.to_solution(inst, "0" * 64)["options"]["time_limit_s"] == 0.5
+
+
+@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+def test_hint_is_used_and_kept(name: str) -> None:
+    inst = generate("fig4", 8, seed=5)
+    best = get_solver(name, warm_start=False).solve(inst)
+    assert best.status == "optimal"
+    again = get_solver(name, warm_start=False).solve(inst, hint=best.schedule)
+    assert again.status == "optimal"
+    assert again.served == best.served
+    assert again.stats["incumbent_source"] == "hint"
+    bad = Schedule(inst.server.z_grid[0], np.ones(inst.num_users, dtype=np.int8))
+    if not evaluate(inst, bad).feasible:  # an infeasible hint is ignored
+        assert get_solver(name, warm_start=False).solve(inst, hint=bad).served == best.served
+
+
+def test_options_are_recorded() -> None:
+    inst = generate("fig4", 6, seed=2)
+    res = get_solver("milp-highs", threads=2).solve(inst, seed=7)
+    assert res.options["threads"] == 2
+    assert res.options["seed"] == 7
+
+
+@pytest.mark.parametrize("fmt", ["lp", "mps"])
+def test_export_round_trip(tmp_path: Path, fmt: str) -> None:
+    import highspy
+
+    from balance_opt.cli import main
+    from balance_opt.io import write_instance
+
+    inst = generate("fig4", 10, seed=4)
+    src = tmp_path / "inst.json"
+    write_instance(inst, src)
+    out = tmp_path / f"model.{fmt}"
+    z = 0.5
+    assert main(["export", str(src), "--z", str(z), "--format", fmt, "--out", str(out)]) == 0
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(out)) == highspy.HighsStatus.kOk
+    h.run()
+    only_z = inst.replace(server=_with_grid(inst, (z,)))
+    expected = get_solver("milp-highs").solve(only_z).served
+    assert round(abs(h.getInfo().objective_function_value)) == expected
+
+
+def test_export_rejects_z_off_grid(tmp_path: Path) -> None:
+    from balance_opt.cli import main
+    from balance_opt.io import write_instance
+
+    src = tmp_path / "inst.json"
+    write_instance(generate("fig4", 4, seed=1), src)
+    assert main(["export", str(src), "--z", "0.55", "--format", "lp", "--out", str(tmp_path / "m.lp")]) == 2
+
+
+def _with_grid(inst: Instance, grid: tuple[float, ...]) -> object:
+    from dataclasses import replace
+
+    return replace(inst.server, z_grid=grid)
