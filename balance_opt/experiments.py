@@ -74,7 +74,7 @@ EXPERIMENTS = {
         Experiment("fig5b", "Fig. 5(b): throughput against LOmax", "lomax", ("balance", "ad-only", "sd-only"),
                    {"ad-only": 30.4, "sd-only": 27.3}),
         Experiment("fig6", "Fig. 6: BALANCE against exhaustive search, K = 10..16", "small-k",
-                   ("balance", "exhaustive"), exact=("milp-highs",), timing=True),
+                   ("balance", "exhaustive"), exact=("milp-highs", "exhaustive-p2"), timing=True),
         Experiment("fig7a", "Fig. 7(a): ablations against K", "k", ("balance", "ecra", "ema", "ecrma"),
                    {"ecra": 5.6, "ema": 18.7, "ecrma": 23.7}, exact=()),
         Experiment("fig7b", "Fig. 7(b): ablations against Tmax", "tmax", ("balance", "ecra", "ema", "ecrma"),

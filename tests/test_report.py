@@ -58,6 +58,7 @@ def test_statistics_match_hand_computations() -> None:
     assert s.loc["balance", "gap_abs_max"] == 1
     assert s.loc["balance", "gap_abs_mean"] == pytest.approx(2 / 6)
     assert s.loc["balance", "ratio_min"] == pytest.approx(27 / 28)  # K = 30, seed 2: optimum 28
+    assert s.loc["balance", "bound_gap_rel_mean"] == pytest.approx((1 / 29 + 1 / 28) / 6)
     assert s.loc["ad-only", "below_half"] == 6
     assert s.loc["ad-only", "below_half_p2"] == 6
     thr = [(k - seed) // 3 / k for k in (10, 20, 30) for seed in (1, 2)]
