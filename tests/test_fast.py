@@ -187,9 +187,11 @@ def test_block_search_and_bounds(
     ub_t, ub_l, lb_t, lb_l = frontier(blk, real=True)
     assert step_value(lb_t, lb_l, q) <= best <= step_value(ub_t, ub_l, q)
     m = np.ones((1, blk.users.size), dtype=bool)
-    ub, lb = batch_bounds(blk.key, blk.tp, blk.up, m, blk.cost[None], blk.mem[None], blk.budget,
-                          np.array([q]), real=True)
+    variants = [(blk.cost[None], blk.mem[None], True)]
+    [(ub, lb)] = batch_bounds(blk.key, blk.tp, blk.up, m, variants, blk.budget, np.array([q]))
     assert lb[0, 0] <= best <= ub[0, 0]
+    [(ub, lb)] = batch_bounds(blk.key, blk.tp, blk.up, m, variants, blk.budget, np.array([q]), floor)
+    assert (lb[0, 0] <= best <= ub[0, 0]) or (max(ub[0, 0], best) <= floor)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

@@ -20,7 +20,7 @@ monotone), and the budget is monotone in each of ``t``, ``tau``, ``v``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -226,45 +226,53 @@ def batch_bounds(
     tp: FloatArray,
     up: FloatArray,
     inpool: BoolArray,
-    cost: FloatArray,
-    mem: FloatArray,
+    variants: Sequence[tuple[FloatArray, FloatArray, bool]],
     budget: Budget,
     qs: FloatArray,
-    real: bool,
+    floor: int = 0,
     chunk_cells: int = 1 << 21,
-) -> tuple[IntArray, IntArray]:
-    """Bounds of many blocks over one user order at once: ``(ub, lb)``, each ``(blocks, len(qs))``.
+) -> list[tuple[IntArray, IntArray]]:
+    """Bounds of many blocks over one user order at once: ``(ub, lb)`` per variant.
 
-    Block b's pool is ``inpool[b]`` with contributions ``cost[b]``, ``mem[b]``. Rows are the
-    distinct ``Tp`` of all users (a superset of each pool's rows: an extra row has the
-    members of a real row and a smaller ``t``, so it neither raises the upper bound nor
-    stops the lower bound being the ``d*`` of an actual tuple). ``lb`` is zero unless
-    ``real`` (contributions are the block's own).
+    Block b's pool is ``inpool[b]``; each variant gives contributions ``(cost, mem)`` of
+    shape ``(blocks, users)`` and whether they are the block's own (``real``: only then is
+    ``lb`` computed, else it is zero). ``ub`` and ``lb`` have shape ``(blocks, len(qs))``.
+    Rows are the distinct ``Tp`` of all users (a superset of each pool's rows: an extra
+    row has the members of a real row and a smaller ``t``, so it neither raises the upper
+    bound nor stops the lower bound being the ``d*`` of an actual tuple). Rows with at
+    most ``floor`` members of the largest pool are left out: bounds at or below ``floor``
+    are reported as they are needed, as "not above floor".
     """
     T = np.unique(tp)
+    T = T[(tp[None, :] >= T[:, None]).sum(axis=1) > floor]
     nb, p = inpool.shape
-    ub = np.zeros((nb, qs.size), dtype=np.int64)
-    lb = np.zeros((nb, qs.size), dtype=np.int64)
-    _, kstart = np.unique(key, return_index=True)
-    last = np.append(kstart[1:], key.size)[np.searchsorted(np.unique(key), key)] - 1
+    shape = (nb, qs.size)
+    out = [(np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)) for _ in variants]
+    if T.size == 0:
+        return out
+    kvals, kstart = np.unique(key, return_index=True)
+    last = np.append(kstart[1:], key.size)[np.searchsorted(kvals, key)] - 1
     step = max(1, chunk_cells // max(1, T.size * p))
     for a in range(0, nb, step):
         b = slice(a, min(nb, a + step))
         member = inpool[b, None, :] & (tp[None, None, :] >= T[None, :, None])
-        S = np.cumsum(np.where(member, cost[b, None, :], 0.0), axis=2)
-        M = np.cumsum(np.where(member, mem[b, None, :], 0.0), axis=2)
-        rank = np.cumsum(member, axis=2, dtype=np.int64)
+        rank = np.cumsum(member, axis=2, dtype=np.int32)
         upmin = np.where(member, up, np.inf).min(axis=2)
-        ok = member & (budget(T[None, :, None], upmin[:, :, None], key[None, None, :]) >= S)
-        ub[b] = _levels(ok, rank, M, qs)
-        if real:
-            upmax = np.maximum.accumulate(np.where(member, up, -np.inf), axis=2)[:, :, last]
-            ok = member & (budget(T[None, :, None], upmax, key[None, None, :]) >= S)
-            lb[b] = _levels(ok, rank, M, qs)
-    return ub, lb
+        upmax = None
+        for (cost, mem, real), (ub, lb) in zip(variants, out, strict=True):
+            S = np.cumsum(np.where(member, cost[b, None, :], 0.0), axis=2)
+            M = np.cumsum(np.where(member, mem[b, None, :], 0.0), axis=2)
+            ok = member & (budget(T[None, :, None], upmin[:, :, None], key[None, None, :]) >= S)
+            ub[b] = _levels(ok, rank, M, qs)
+            if real:
+                if upmax is None:
+                    upmax = np.maximum.accumulate(np.where(member, up, -np.inf), axis=2)[:, :, last]
+                ok = member & (budget(T[None, :, None], upmax, key[None, None, :]) >= S)
+                lb[b] = _levels(ok, rank, M, qs)
+    return out
 
 
-def _levels(ok: BoolArray, rank: IntArray, M: FloatArray, qs: FloatArray) -> IntArray:
+def _levels(ok: BoolArray, rank: NDArray[np.int32], M: FloatArray, qs: FloatArray) -> IntArray:
     val = np.where(ok, rank, 0)
     out = np.empty((ok.shape[0], qs.size), dtype=np.int64)
     for i, q in enumerate(qs.tolist()):

@@ -92,7 +92,7 @@ def algorithm1_all(
         return ad_time_budget(inst, t, tau, v)  # (28)
 
     qs = np.array([memory_split(inst, z, lam)[0] for lam in lams])
-    ub, lb = batch_bounds(key, tp, up, inpool, cost, mem, budget, qs, real=True)
+    [(ub, lb)] = batch_bounds(key, tp, up, inpool, [(cost, mem, True)], budget, qs)
     ub[~strict] = inpool[~strict].sum(axis=1)[:, None]
     lb[~strict] = 0
     stats.add("ad_blocks", L1s.size)
@@ -191,11 +191,11 @@ class _SdSearch:
         l4_lo = np.where(inpool, la[None, :], np.inf).min(axis=1)
         qs = np.array([self.q2])
         hi_cost = _sd_costs(inst, L3s, l4_hi, self.key, self.z)
-        _, top_lb = batch_bounds(self.key, self.tp, self.up, inpool, hi_cost,
-                                      _sd_memory(inst, L3s, l4_hi, self.key), self.budget, qs, real=True)
         lo_cost = _sd_costs(inst, L3s, l4_lo, self.key, self.z)
-        root_ub, _ = batch_bounds(self.key, self.tp, self.up, inpool, lo_cost,
-                                  _sd_memory(inst, L3s, l4_lo, self.key), self.budget, qs, real=False)
+        hi = (hi_cost, _sd_memory(inst, L3s, l4_hi, self.key), True)
+        lo = (lo_cost, _sd_memory(inst, L3s, l4_lo, self.key), False)
+        [(_, top_lb), (root_ub, _)] = batch_bounds(self.key, self.tp, self.up, inpool, [hi, lo], self.budget,
+                                                   qs, floor)
         # a root bounds its leaves when every leaf's order is the key order (see _node)
         _, kstart = np.unique(self.key, return_index=True)
         bounded = np.all(lo_cost[:, kstart[1:]] > hi_cost[:, kstart[:-1]], axis=1)
