@@ -99,7 +99,7 @@ def algorithm1_all(
     blocks: dict[int, Block] = {}
     out = []
     for i, q1 in enumerate(qs.tolist()):
-        floor = max(0, int(lb[:, i].max()) - 1)
+        floor = max(0, int(lb[:, i].max(initial=0)) - 1)
         best: Hit | None = None
         for b in np.flatnonzero(ub[:, i] > floor).tolist():
             if ub[b, i] <= floor:
@@ -264,7 +264,7 @@ def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[flo
     K = inst.num_users
     best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
     everyone = np.arange(K)
-    for z in z_grid:
+    for z in z_grid if K else ():
         # same z and same AD set with no more SD memory: D2 cannot grow, the total cannot win
         seen: dict[tuple[int, ...], float] = {}
         active = [lam for lam in lam_grid if z != 0.0 and lam != 0.0]
