@@ -11,21 +11,23 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.instance import Instance, Server
+from balance_opt.io import instance_to_dict, read_instance
 from balance_opt.model import ModeCost, ad_mode, sd_mode
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.literal import algorithm1, algorithm2, balance_literal, tuple_values
 from tests.strategies import LLAMA2_7B, TINYLLAMA, small_instances
 
-FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 FIXED_Z = {"ad-only": 1.0, "sd-only": 0.0, "ecra": 0.5, "ecrma": 0.5}
@@ -323,3 +325,37 @@ def test_theorem1_balance_reaches_half_of_p2(inst: Instance) -> None:
 def test_theorem1_for_the_literal_reference(inst: Instance) -> None:
     p2_opt = get_solver("exhaustive-p2").solve(inst).stats["p2_optimum"]
     assert get_solver("balance-literal").solve(inst).served >= math.ceil(p2_opt / 2)
+
+
+# --- half of P1 is not guaranteed: recorded, not failed --------------------------------
+
+THEOREM1_FIXTURES = sorted((Path(__file__).parent / "fixtures" / "theorem1").glob("*.json"))
+# grids without 0 or 1: only then can balance fall below P1_opt / 2 (docs/algorithms.md)
+COARSE_GRIDS = ((0.5,), (0.0, 0.5), (0.5, 1.0), (0.2, 0.6, 1.0), (0.0, 0.3, 0.9), (0.1, 0.9))
+
+
+@pytest.mark.parametrize("path", THEOREM1_FIXTURES, ids=lambda p: p.stem)
+def test_fixtures_below_half_of_p1_but_not_of_p2(path: Path) -> None:
+    inst = read_instance(path)
+    p1 = get_solver("exhaustive").solve(inst).served
+    p2_opt = get_solver("exhaustive-p2").solve(inst).stats["p2_optimum"]
+    for name in ("balance", "balance-literal"):
+        served = get_solver(name).solve(inst).served
+        assert 2 * served < p1  # the gap this fixture documents
+        assert served >= math.ceil(p2_opt / 2)  # Theorem 1 against P2 holds
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances(max_users=6), st.sampled_from(COARSE_GRIDS), st.sampled_from(COARSE_GRIDS))
+def test_search_for_balance_below_half_of_p1(
+    inst: Instance, z_grid: tuple[float, ...], lam_grid: tuple[float, ...]
+) -> None:
+    inst = with_grids(inst, z_grid, lam_grid)
+    p1 = get_solver("exhaustive").solve(inst).served
+    p2_opt = get_solver("exhaustive-p2").solve(inst).stats["p2_optimum"]
+    served = get_solver("balance").solve(inst).served
+    if 2 * served < p1:
+        # not a failure (Theorem 1 concerns P2): make it visible in the statistics and output
+        event("balance < P1_opt / 2")
+        print(f"balance {served} < P1 optimum {p1} / 2 (P2 optimum {p2_opt}): {instance_to_dict(inst)}")
+    assert served >= math.ceil(p2_opt / 2)
