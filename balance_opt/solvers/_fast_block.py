@@ -243,9 +243,20 @@ def batch_bounds(
     most ``floor`` members of the largest pool are left out: bounds at or below ``floor``
     are reported as they are needed, as "not above floor".
     """
+    nb, p = inpool.shape
     T = np.unique(tp)
     T = T[(tp[None, :] >= T[:, None]).sum(axis=1) > floor]
-    nb, p = inpool.shape
+    if floor > 0 and T.size:
+        # a row reaches floor + 1 only if its loosest budget covers the floor + 1
+        # cheapest contributions of some pool (order statistics; budget is monotone)
+        cheapest = np.inf
+        for cost, _, _ in variants:
+            s = np.cumsum(np.where(inpool, cost, 0.0), axis=1)
+            at = np.argmax(np.cumsum(inpool, axis=1) > floor, axis=1)
+            full = inpool.sum(axis=1) > floor
+            if full.any():
+                cheapest = min(cheapest, float(s[full, at[full]].min()))
+        T = T[budget(T, up.min(), key.min()) >= cheapest]
     shape = (nb, qs.size)
     out = [(np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)) for _ in variants]
     if T.size == 0:
@@ -273,8 +284,15 @@ def batch_bounds(
 
 
 def _levels(ok: BoolArray, rank: NDArray[np.int32], M: FloatArray, qs: FloatArray) -> IntArray:
-    val = np.where(ok, rank, 0)
+    """Per block and memory budget q: the largest rank of an ``ok`` cell with ``M <= q``.
+
+    ``M`` is non-decreasing along a row, so the cells with ``M <= q`` are a row prefix and
+    the answer is a prefix maximum read at the prefix's end.
+    """
+    pm = np.maximum.accumulate(np.where(ok, rank, 0), axis=2)
     out = np.empty((ok.shape[0], qs.size), dtype=np.int64)
     for i, q in enumerate(qs.tolist()):
-        out[:, i] = np.where(q >= M, val, 0).max(axis=(1, 2))
+        cnt = (q >= M).sum(axis=2)
+        val = np.take_along_axis(pm, np.maximum(cnt - 1, 0)[..., None], axis=2)[..., 0]
+        out[:, i] = np.where(cnt > 0, val, 0).max(axis=1)
     return out
