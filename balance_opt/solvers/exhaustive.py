@@ -9,15 +9,14 @@ Pruning keeps the search exact because P1's feasibility is downward closed for a
 z: taking a user out of AD or SD never raises a maximum (L1, L2, L3, L4, Nmax, upload),
 a workload sum, a latency or a KV total, and drops one deadline. So
 
-* an infeasible partial assignment has no feasible extension (its subtree is skipped);
-* a user that cannot be served alone in a mode at this z is never tried in it;
+* an infeasible partial assignment has no feasible extension (its subtree is skipped),
+  and a user that cannot be served alone in a mode at this z is never tried in it;
 * a mode's latency never drops when users join it, so a user whose deadline a mode's
-  current latency already misses can never join that mode; and every further user adds
-  at least the KV bytes it needs when served alone: a subtree in which too few of the
-  remaining users can still join cannot beat the incumbent;
-* a subtree whose served count plus its servable remaining users cannot beat the
-  incumbent is skipped (only strict improvements are kept), and the search stops
-  once all K users are served.
+  current latency already misses can never join that mode; every user that joins adds
+  at least the KV bytes it needs when served alone. Together they bound how many of the
+  remaining users can still be served;
+* a subtree whose served count plus that bound cannot beat the incumbent is skipped
+  (only strict improvements are kept), and the search stops once all K users are served.
 
 Tie-break among optimal schedules: the first z (then lambda, for P2) in ascending order,
 then the first assignment in lexicographic order of the users' modes in instance order,
