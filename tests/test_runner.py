@@ -133,6 +133,30 @@ def _wait_for_files(folder: Path, count: int, proc: subprocess.Popen[bytes], tim
     raise AssertionError("the batch made no progress")
 
 
+def _descendants(pid: int) -> set[int]:
+    """Live descendant process ids, from /proc (Linux)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    out: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {c for c, p in parent.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_killed_batch_is_completed_by_a_rerun(tmp_path: Path, sig: signal.Signals) -> None:
     inst = make_instances(tmp_path / "inst", 8, users=2)
@@ -140,9 +164,15 @@ def test_killed_batch_is_completed_by_a_rerun(tmp_path: Path, sig: signal.Signal
     cmd = _batch_script(inst, run, sleep_s=0.3)
     proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE)
     _wait_for_files(run / "solutions", 2, proc)
+    children = _descendants(proc.pid)
+    assert children  # the worker pool
     proc.send_signal(sig)
     code = proc.wait(timeout=30)
     assert code == (-9 if sig == signal.SIGKILL else 130)
+    end = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not [c for c in children if _alive(c)], "worker processes outlived the batch"
     done_before = len(list((run / "solutions").glob("*.json")))
     assert 2 <= done_before < 8
     rerun = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
@@ -152,6 +182,24 @@ def test_killed_batch_is_completed_by_a_rerun(tmp_path: Path, sig: signal.Signal
     assert len(df) == 8
     assert df["instance"].nunique() == 8
     assert set(df["status"]) == {"feasible"}
+
+
+def test_kill_9_leaves_no_worker_behind(tmp_path: Path) -> None:
+    inst = make_instances(tmp_path / "inst", 2, users=2)
+    cmd = _batch_script(inst, tmp_path / "run", sleep_s=60)
+    cmd[-1] = cmd[-1].replace("'--out'", "'--jobs', '2', '--out'")
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE)
+    end = time.monotonic() + 30
+    while len(_descendants(proc.pid)) < 3 and time.monotonic() < end:  # 2 workers + resource tracker
+        time.sleep(0.05)
+    time.sleep(0.5)  # the workers are inside their 60 s solves
+    children = _descendants(proc.pid)
+    proc.kill()
+    proc.wait(timeout=10)
+    end = time.monotonic() + 5
+    while any(_alive(c) for c in children) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not [c for c in children if _alive(c)], "a worker outlived the killed batch"
 
 
 def test_dask_local_cluster(tmp_path: Path) -> None:
@@ -172,6 +220,15 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
     assert sorted(df["status"]) == ["error", "error", "feasible", "feasible"]
     local = run_batch([inst], [make_config("ad-only")], tmp_path / "local")
     assert list(df.loc[df["config"] == "ad-only", "served"]) == [d["served"] for d in local.solutions]
+
+
+def test_dask_missing_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from balance_opt.batch.dask_executor import DaskExecutor
+    from balance_opt.cli import UsageError
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
+    with pytest.raises(UsageError, match=r'pip install "balance-opt\[dask\]"'):
+        DaskExecutor.connect("tcp://127.0.0.1:1")
 
 
 def test_configs_load_validate_and_hash(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -38,18 +39,25 @@ def kill_deadline(task: Task, grace_s: float) -> float | None:
     return None if limit is None else limit * OVERRUN_FACTOR + grace_s
 
 
-def _die_with_parent() -> None:
-    # Linux: SIGKILL this worker when its parent dies (a kill -9 of the batch leaves no orphans).
-    with contextlib.suppress(Exception):
+def _die_with_parent(parent_pid: int) -> None:
+    """Exit as soon as the batch process is gone (a kill -9 of the batch leaves no orphans)."""
+    with contextlib.suppress(Exception):  # Linux: the kernel sends SIGKILL when the parent dies
         import ctypes
 
-        libc = ctypes.CDLL(None)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    # Elsewhere, or if the parent died before prctl: a watchdog notices the new parent.
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
-def worker_main(conn: Connection) -> None:
+def worker_main(conn: Connection, parent_pid: int) -> None:
     """Serve tasks until the pipe closes. Stdout goes to stderr: native banners stay off it."""
-    _die_with_parent()
+    _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     sys.stdout.flush()
     os.dup2(2, 1)
@@ -108,21 +116,23 @@ def _exit_text(code: int | None) -> str:
 
 
 class LocalPool:
-    """``jobs`` worker processes (forkserver on Linux, else spawn), one task each at a time."""
+    """``jobs`` worker processes (spawned), one task each at a time.
+
+    Spawn rather than forkserver: a spawned worker is the batch process's own child, so
+    its parent-death signal fires when the batch is killed (a forkserver outlives it).
+    """
 
     def __init__(self, jobs: int = 1, grace_s: float = DEFAULT_GRACE_S, context: str | None = None) -> None:
         if jobs < 1:
             raise ValueError("jobs must be >= 1")
         self.jobs = jobs
         self.grace_s = grace_s
-        if context is None:
-            context = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        self.ctx: Any = mp.get_context(context)
+        self.ctx: Any = mp.get_context(context or "spawn")
 
     def _spawn(self) -> _Slot:
         parent, child = self.ctx.Pipe()
         with _single_thread_env():
-            proc = self.ctx.Process(target=worker_main, args=(child,), daemon=True)
+            proc = self.ctx.Process(target=worker_main, args=(child, os.getpid()), daemon=True)
             proc.start()
         child.close()
         return _Slot(proc, parent)
