@@ -8,13 +8,15 @@ the CP-SAT translation, and whole solves against a plain 3^K enumeration with
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from balance_opt.evaluate import REL_TOL, Schedule, evaluate
 from balance_opt.generator import generate
@@ -22,14 +24,47 @@ from balance_opt.instance import Instance
 from balance_opt.model import sd_user_costs
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
-from balance_opt.solvers.milp.formulation import build, sd_l4_coefficients, solution_values, violated_rows
-from tests.strategies import instances_and_schedules, small_instances
+from balance_opt.solvers.milp.formulation import (
+    BYTES_PER_MB,
+    US_PER_S,
+    Formulation,
+    build,
+    sd_l4_coefficients,
+    solution_values,
+    violated_rows,
+)
+from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
 pytest.importorskip("highspy")
 pytest.importorskip("ortools")
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def long_prompt_instances(draw: st.DrawFn, max_users: int = 7) -> Instance:
+    """Small instances with prompts up to 3000 tokens: padding to ``max LI`` then dominates
+    prefill latency and KV memory, so every max-selector row can decide feasibility."""
+    inst = draw(small_instances(max_users=max_users))
+    k = inst.num_users
+    li = draw(
+        st.lists(
+            st.sampled_from([1, 10, 300, 1000, 2000, 3000]) | st.integers(1, 3000), min_size=k, max_size=k
+        )
+    )
+    deadlines = draw(st.lists(st.floats(0.05, 2.0), min_size=k, max_size=k))
+    per_token = inst.llm_kv_bytes_per_token + inst.slm_kv_bytes_per_token
+    weights = inst.llm_weight_bytes + inst.slm_weight_bytes
+    memory = weights + draw(st.floats(0.0, 1500.0 * k)) * per_token
+    server = dataclasses.replace(inst.server, memory_bytes=memory)
+    return inst.replace(input_tokens=np.array(li), deadline_s=np.array(deadlines), server=server)
+
+
+@st.composite
+def cases(draw: st.DrawFn, max_users: int = 7) -> Instance:
+    """Either kind of small instance."""
+    return draw(small_instances(max_users=max_users) | long_prompt_instances(max_users=max_users))
 
 
 def brute_force(inst: Instance) -> int:
@@ -54,19 +89,71 @@ def margin(inst: Instance, sched: Schedule) -> float:
     return min(gaps)
 
 
-@FAST
-@given(instances_and_schedules())
-def test_rows_accept_exactly_the_feasible_schedules(case: tuple[Instance, Schedule]) -> None:
-    inst, sched = case
-    assume(margin(inst, sched) > 1e-11)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.data())
+def test_rows_accept_exactly_the_feasible_schedules(inst: Instance, data: st.DataObject) -> None:
+    sched = data.draw(random_schedules(inst))
     f = build(inst, sched.z)
+    if solution_values(f, sched) is None:  # a user in a mode it cannot take even alone
+        assert not evaluate(inst, sched).feasible
+    # serve many users, each in a mode it can take alone, so that the rows must decide
+    options = [
+        [m for m, users in ((1, f.ad_users), (2, f.sd_users)) if k in users] for k in range(inst.num_users)
+    ]
+    modes = [data.draw(st.sampled_from([*o, *o, 0])) if o else 0 for o in options]
+    sched = Schedule(sched.z, np.array(modes, dtype=np.int8))
+    assume(margin(inst, sched) > 1e-11)
     vals = solution_values(f, sched)
+    assert vals is not None
     feasible = evaluate(inst, sched).feasible
-    if vals is None:  # a user in a mode it cannot take even alone
-        assert not feasible
-        return
+    event(f"feasible={feasible}, served={sched.served > 0}")
     assert (not violated_rows(f, vals, tol=1e-13)) == feasible
     assert f.schedule(vals, inst.num_users) == sched
+
+
+def _implied(f: Formulation, vals: NDArray[np.float64], prefix: str, skip: str) -> float:
+    """Largest left-hand side of the active rows ``prefix*`` without variable ``skip``, minus rhs."""
+    names = [v.name for v in f.vars]
+    best = -np.inf
+    for row in f.rows:
+        if row.name.split("_")[:2] != prefix.split("_") or (
+            row.indicator is not None and vals[row.indicator] < 0.5
+        ):
+            continue
+        lhs = sum(c * vals[i] for i, c in zip(row.index, row.coef, strict=True) if names[i] != skip)
+        best = max(best, lhs - row.rhs)
+    return float(best)
+
+
+@FAST
+@given(cases(), st.data())
+def test_model_latency_and_memory_equal_evaluator(inst: Instance, data: st.DataObject) -> None:
+    """Each mode's latency and KV memory, as the rows of the model imply them."""
+    sched = data.draw(random_schedules(inst))
+    f = build(inst, sched.z)
+    modes = [
+        m if k in (f.ad_users if m == 1 else f.sd_users) else 0 for k, m in enumerate(sched.modes.tolist())
+    ]
+    sched = Schedule(sched.z, np.array(modes, dtype=np.int8))
+    vals = solution_values(f, sched)
+    assert vals is not None
+    ev = evaluate(inst, sched)
+    var = {v.name: vals[i] for i, v in enumerate(f.vars)}
+    if ev.t_ad is not None:
+        assert _implied(f, vals, "t_ad", "D_ad") == pytest.approx(ev.t_ad * US_PER_S, rel=1e-12)
+        assert var["MA"] * BYTES_PER_MB == pytest.approx(ev.ad.kv_bytes, rel=1e-12)
+    if ev.t_sd is not None:
+        assert _implied(f, vals, "t_sd", "D_sd") == pytest.approx(ev.t_sd * US_PER_S, rel=1e-12)
+        extra = sum(vals[b] * e for b, e in zip(f.y, _sd_offsets(f), strict=True))
+        kv = (var["MS3"] + var["MS4"] + extra) * BYTES_PER_MB
+        assert kv == pytest.approx(ev.sd.kv_bytes, rel=1e-12)
+
+
+def _sd_offsets(f: Formulation) -> list[float]:
+    """Coefficients of the y variables in the memory row (per-user constant KV bytes)."""
+    row = next(r for r in f.rows if r.name == "memory")
+    coef = dict(zip(row.index, row.coef, strict=True))
+    return [coef.get(b, 0.0) for b in f.y]
 
 
 @FAST
@@ -109,6 +196,7 @@ def test_cpsat_roundings_bracket_p1(case: tuple[Instance, Schedule]) -> None:
 
 def _check_exact(inst: Instance) -> None:
     expected = brute_force(inst)
+    event(f"optimum {'=' if expected == inst.num_users else '<'} K, optimum>0: {expected > 0}")
     for name in ("milp-highs", "milp-cpsat"):
         res = get_solver(name, threads=1).solve(inst, seed=0)
         assert res.status == "optimal", (name, res.error)
@@ -117,20 +205,20 @@ def _check_exact(inst: Instance) -> None:
 
 
 @FAST
-@given(small_instances(max_users=5))
+@given(cases(max_users=5))
 def test_milp_equals_brute_force(inst: Instance) -> None:
     _check_exact(inst)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_instances(max_users=7))
+@given(cases(max_users=7))
 def test_milp_equals_brute_force_many(inst: Instance) -> None:
     _check_exact(inst)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_instances(min_users=6, max_users=9))
+@given(cases(max_users=9).filter(lambda inst: inst.num_users >= 6))
 def test_milp_equals_exhaustive(inst: Instance) -> None:
     ref = get_solver("exhaustive").solve(inst)
     assert ref.status == "optimal"
