@@ -32,6 +32,7 @@ from balance_opt.io import InputError
 # Keys of [options] that are arguments of Solver.solve, not of the solver's constructor.
 SOLVE_KEYS = ("seed", "time_limit_s")
 TOP_LEVEL_KEYS = ("solver", "description", "options")
+CONFIG_DIR = "solvers"  # named configurations, relative to the working directory
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,15 @@ def load_config(path: str | Path) -> SolverConfig:
     )
 
 
+def config_path(spec: str) -> Path:
+    """A configuration file by path, or by name from ``solvers/`` (``milp-highs-60s``)."""
+    path = Path(spec)
+    shipped = Path(CONFIG_DIR) / f"{spec}.toml"
+    if not path.exists() and path.suffix != ".toml" and shipped.exists():
+        return shipped
+    return path
+
+
 def resolve_configs(
     solvers: list[str] | None,
     config_paths: list[str] | None,
@@ -171,7 +181,7 @@ def resolve_configs(
 ) -> list[SolverConfig]:
     """The configurations of a command line, in order; names must be unique."""
     configs = [make_config(s) for s in solvers or []]
-    configs += [load_config(p) for p in config_paths or []]
+    configs += [load_config(config_path(p)) for p in config_paths or []]
     configs = [c.with_time_limit(time_limit_s) for c in configs]
     seen: set[str] = set()
     for c in configs:

@@ -231,7 +231,7 @@ def test_dask_missing_gives_the_install_command(monkeypatch: pytest.MonkeyPatch)
         DaskExecutor.connect("tcp://127.0.0.1:1")
 
 
-def test_configs_load_validate_and_hash(tmp_path: Path) -> None:
+def test_configs_load_validate_and_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     good = tmp_path / "ad-quick.toml"
     good.write_text('solver = "ad-only"\n[options]\nseed = 3\ntime_limit_s = 5\nimplementation = "fast"\n')
     cfg = load_config(good)
@@ -250,6 +250,8 @@ def test_configs_load_validate_and_hash(tmp_path: Path) -> None:
         bad.write_text(text)
         with pytest.raises(InputError, match=rule):
             load_config(bad)
+    monkeypatch.chdir(REPO)
+    assert resolve_configs(None, ["milp-highs-60s"])[0].time_limit_s == 60.0  # a name from solvers/
     with pytest.raises(InputError, match="given twice"):
         resolve_configs(["ad-only", "ad-only"], None)
 

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
         "--solver", action="append", metavar="NAME", help="a registered solver with default options"
     )
     what.add_argument(
-        "--config", action="append", metavar="FILE", help="a solver configuration (solvers/NAME.toml)"
+        "--config", action="append", metavar="FILE", help="a solver configuration: solvers/NAME.toml or NAME"
     )
     limits = p.add_argument_group("limits and execution")
     limits.add_argument(
