@@ -97,8 +97,16 @@ def algorithm1_all(
     lb[~strict] = 0
     stats.add("ad_blocks", L1s.size)
     blocks: dict[int, Block] = {}
-    out = []
+    # no candidate set needs more memory than a whole pool (sequential sums, as in d*):
+    # every lambda whose Q1 covers that sees the same d* everywhere, hence the same answer
+    cap = float(np.cumsum(np.where(inpool, mem, 0.0), axis=1)[:, -1].max(initial=0.0))
+    unbound: tuple[int, ...] | None = None
+    out: list[tuple[int, ...]] = []
     for i, q1 in enumerate(qs.tolist()):
+        if q1 >= cap and unbound is not None:
+            out.append(unbound)
+            stats.add("ad_reused")
+            continue
         floor = max(0, int(lb[:, i].max(initial=0)) - 1)
         best: Hit | None = None
         for b in np.flatnonzero(ub[:, i] > floor).tolist():
@@ -111,6 +119,8 @@ def algorithm1_all(
             if hit is not None:
                 best, floor = hit, hit.served
         out.append(best.users if best else ())
+        if q1 >= cap:
+            unbound = out[-1]
     return out
 
 
