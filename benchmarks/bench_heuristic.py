@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         users, seeds, literal_k, exhaustive_k = [16], 1, [6], [8]
     else:
-        users, seeds, literal_k, exhaustive_k = args.users, args.seeds, [6, 8, 10], [8, 9, 10, 11, 12]
+        users, seeds, literal_k, exhaustive_k = args.users, args.seeds, [6, 8, 10], list(range(8, 17))
     start = time.perf_counter()
     out = [f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}", ""]
     out += ["### balance runtime (median over seeds 0..n-1)", ""]
