@@ -19,7 +19,15 @@ from typing import Any, Protocol
 from balance_opt.batch.table import TableWriter
 from balance_opt.batch.task import Task, bad_instance_doc, make_task
 from balance_opt.configs import SolverConfig
-from balance_opt.io import InputError, dumps, instance_from_dict, parse_json, read_bytes, sha256_bytes
+from balance_opt.io import (
+    InputError,
+    atomic_write,
+    dumps,
+    instance_from_dict,
+    parse_json,
+    read_bytes,
+    sha256_bytes,
+)
 
 
 class Executor(Protocol):
@@ -109,6 +117,55 @@ def _progress(total: int, enabled: bool | None) -> Any:
     return tqdm(total=total, file=sys.stderr, disable=not show, unit="solve", dynamic_ncols=True)
 
 
+class _Recorder:
+    """Receives each answer in the batch process: solution file, table row, progress, callback."""
+
+    def __init__(
+        self,
+        files: Sequence[InstanceFile],
+        configs: Sequence[SolverConfig],
+        out_dir: Path | None,
+        on_solution: Callable[[dict[str, Any]], None] | None,
+        outcome: BatchOutcome,
+    ) -> None:
+        self.files, self.configs, self.out_dir = files, configs, out_dir
+        self.on_solution, self.outcome = on_solution, outcome
+        self.table = None if out_dir is None else TableWriter(out_dir)
+        self.docs: dict[tuple[int, int], dict[str, Any]] = {}
+        self.bar: Any = None
+
+    def plan(self, retry_errors: bool) -> list[Task]:
+        """Tasks for the pairs not done yet; done pairs are read back from their files."""
+        tasks: list[Task] = []
+        for i, inst in enumerate(self.files):
+            for j, cfg in enumerate(self.configs):
+                if self.out_dir is not None:
+                    path = self.out_dir / "solutions" / solution_name(inst.stem, cfg)
+                    if _is_done(path, inst, cfg, retry_errors):
+                        self.docs[i, j] = parse_json(path.read_bytes(), str(path))
+                        self.outcome.skipped += 1
+                        continue
+                task = make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem)
+                task["key"] = (i, j)
+                tasks.append(task)
+        return tasks
+
+    def done(self, task: Task, doc: dict[str, Any]) -> None:
+        i, j = task["key"]
+        if self.out_dir is not None and self.table is not None:
+            # the file first: it is the record a rerun trusts; the table is a view of the files
+            name = solution_name(self.files[i].stem, self.configs[j])
+            atomic_write(self.out_dir / "solutions" / name, dumps(doc))
+            self.table.update(name, doc)
+        self.docs[i, j] = doc
+        self.outcome.solved += 1
+        self.outcome.statuses[doc["status"]] += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.on_solution is not None:
+            self.on_solution(doc)
+
+
 def run_batch(
     instances: Sequence[str | Path],
     configs: Sequence[SolverConfig],
@@ -127,59 +184,30 @@ def run_batch(
     """
     files = [read_instance_file(p) for p in collect_instance_paths(instances)]
     out_dir = None if run_dir is None else Path(run_dir)
-    table = None
     if out_dir is not None:
         (out_dir / "solutions").mkdir(parents=True, exist_ok=True)
-        table = TableWriter(out_dir)
     outcome = BatchOutcome()
-    by_key: dict[tuple[int, int], dict[str, Any]] = {}
-    tasks: list[Task] = []
-    for i, inst in enumerate(files):
-        for j, cfg in enumerate(configs):
-            path = None if out_dir is None else out_dir / "solutions" / solution_name(inst.stem, cfg)
-            if path is not None and _is_done(path, inst, cfg, retry_errors):
-                by_key[i, j] = parse_json(path.read_bytes(), str(path))
-                outcome.skipped += 1
-                continue
-            task = make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem)
-            task["key"] = (i, j)
-            tasks.append(task)
-
-    bar = _progress(len(tasks), progress)
-
-    def done(task: Task, doc: dict[str, Any]) -> None:
-        i, j = task["key"]
-        if out_dir is not None and table is not None:
-            name = solution_name(files[i].stem, configs[j])
-            from balance_opt.io import atomic_write
-
-            atomic_write(out_dir / "solutions" / name, dumps(doc))
-            table.update(name, doc)
-        by_key[i, j] = doc
-        outcome.solved += 1
-        outcome.statuses[doc["status"]] += 1
-        bar.update(1)
-        if on_solution is not None:
-            on_solution(doc)
-
-    # Bad instance files need no worker: their error row is known now.
-    runnable = []
-    for task in tasks:
-        i, _ = task["key"]
-        if files[i].error is not None:
-            done(task, bad_instance_doc(task, files[i].error))
-        else:
-            runnable.append(task)
+    rec = _Recorder(files, configs, out_dir, on_solution, outcome)
+    tasks = rec.plan(retry_errors)
+    rec.bar = _progress(len(tasks), progress)
     try:
+        # Bad instance files need no worker: their error row is known now.
+        runnable = []
+        for task in tasks:
+            error = files[task["key"][0]].error
+            if error is not None:
+                rec.done(task, bad_instance_doc(task, error))
+            else:
+                runnable.append(task)
         if runnable:
             if executor is None:
                 from balance_opt.batch.pool import LocalPool
 
                 executor = LocalPool(jobs=jobs)
-            executor.run(runnable, done)
+            executor.run(runnable, rec.done)
     finally:
-        bar.close()
-        if table is not None:
-            table.flush()
-    outcome.solutions = [by_key[k] for k in sorted(by_key)]
+        rec.bar.close()
+        if rec.table is not None:
+            rec.table.flush()
+    outcome.solutions = [rec.docs[k] for k in sorted(rec.docs)]
     return outcome
