@@ -58,9 +58,9 @@ def plot_sweep(df: pd.DataFrame, param: str, configs: Sequence[str] | None = Non
     names = [c for c in (configs or sorted(table["config"].unique())) if c in set(table["config"])]
     for i, config in enumerate(names):
         g = table[table["config"] == config]
-        ax.plot(g[param], g["throughput_mean"], label=config, **_style(i))
+        (line,) = ax.plot(g[param], g["throughput_mean"], label=config, **_style(i))
         if g["ci_low"].notna().any():
-            ax.fill_between(g[param], g["ci_low"], g["ci_high"], alpha=0.15)
+            ax.fill_between(g[param], g["ci_low"], g["ci_high"], color=line.get_color(), alpha=0.12)
     ax.set_xlabel(label(param))
     ax.set_ylabel("normalized throughput (served / K)")
     ax.set_ylim(-0.02, 1.02)
