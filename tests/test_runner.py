@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -110,6 +111,29 @@ def test_table_is_rebuilt_from_solution_files(tmp_path: Path) -> None:
     assert again.solved == 0
     assert len(table(tmp_path / "run")) == 2
     assert len(read_results([tmp_path / "run"])) == 2
+
+
+def test_interrupted_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = make_instances(tmp_path / "inst", 3)
+    configs = [make_config("test-empty")]
+    real_replace = os.replace
+    calls = []
+
+    def flaky_replace(src: str, dst: str) -> None:
+        calls.append(dst)
+        if str(dst).endswith("fig4-K4-s0002__test-empty.json"):
+            raise KeyboardInterrupt  # as if Ctrl-C hit between the write and the rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky_replace)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([inst], configs, tmp_path / "run")
+    monkeypatch.setattr(os, "replace", real_replace)
+    left = sorted(p.name for p in (tmp_path / "run" / "solutions").iterdir())
+    assert left == ["fig4-K4-s0001__test-empty.json"]  # no partial file, no temporary file
+    again = run_batch([inst], configs, tmp_path / "run")
+    assert (again.solved, again.skipped) == (2, 1)
+    assert len(table(tmp_path / "run")) == 3
 
 
 def _batch_script(inst: Path, run: Path, sleep_s: float) -> list[str]:
