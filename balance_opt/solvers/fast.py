@@ -100,6 +100,8 @@ def algorithm1_all(
     # no candidate set needs more memory than a whole pool (sequential sums, as in d*):
     # every lambda whose Q1 covers that sees the same d* everywhere, hence the same answer
     cap = float(np.cumsum(np.where(inpool, mem, 0.0), axis=1)[:, -1].max(initial=0.0))
+    if not strict.all():
+        cap = np.inf  # a block summed in another order might exceed cap by a rounding
     unbound: tuple[int, ...] | None = None
     out: list[tuple[int, ...]] = []
     for i, q1 in enumerate(qs.tolist()):
