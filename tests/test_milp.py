@@ -93,7 +93,7 @@ def margin(inst: Instance, sched: Schedule) -> float:
 @given(cases(), st.data())
 def test_rows_accept_exactly_the_feasible_schedules(inst: Instance, data: st.DataObject) -> None:
     sched = data.draw(random_schedules(inst))
-    f = build(inst, sched.z)
+    f = build(inst, sched.z, selectors=data.draw(st.booleans()))
     if solution_values(f, sched) is None:  # a user in a mode it cannot take even alone
         assert not evaluate(inst, sched).feasible
     # serve many users, each in a mode it can take alone, so that the rows must decide

@@ -74,12 +74,15 @@ class Formulation:
     """The MILP of P1 at one z: maximize the number of served users."""
 
     z: float
+    use_selectors: bool = False
     vars: list[Var] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     ad_users: list[int] = field(default_factory=list)  # user position of each x variable
     sd_users: list[int] = field(default_factory=list)  # user position of each y variable
     x: list[int] = field(default_factory=list)  # variable index of x_k (AD) per ad_users
     y: list[int] = field(default_factory=list)  # variable index of y_k (SD) per sd_users
+    selectors: list[Selector] = field(default_factory=list)
+    hulls: list[Hull] = field(default_factory=list)
 
     @property
     def objective(self) -> list[int]:
@@ -162,6 +165,33 @@ def _padded(values: FloatArray) -> NDArray[np.float64]:
     return np.maximum(values[None, :], values[:, None])
 
 
+@dataclass(frozen=True)
+class Selector:
+    """One-hot choice ``a_v`` of the value ``v`` a maximum takes (over distinct values).
+
+    Rows: ``sum_v a_v <= 1`` and ``b_k <= sum_{v >= value_k} a_v`` (a served user needs
+    a maximum at least its own value). With the maximum's true value selected, users
+    with larger values are forced out, so candidate rows may omit them.
+    """
+
+    binaries: tuple[int, ...]
+    values: tuple[float, ...]  # per binary
+    distinct: tuple[float, ...]  # ascending
+    avars: tuple[int, ...]  # one binary per distinct value
+
+
+def _add_selector(f: Formulation, tag: str, binaries: list[int], values: FloatArray) -> Selector:
+    distinct = sorted(set(values.tolist()))
+    avars = [f.add_var(f"a_{tag}_{n}", "binary", 0, 1) for n in range(len(distinct))]
+    f.add_row(f"one_{tag}", dict.fromkeys(avars, 1.0), 1.0, COUNT)
+    for b, v in zip(binaries, values.tolist(), strict=True):
+        terms = {a: -1.0 for a, d in zip(avars, distinct, strict=True) if d >= v}
+        f.add_row(f"cover_{tag}_{b}", {b: 1.0, **terms}, 0.0, COUNT)
+    sel = Selector(tuple(binaries), tuple(values.tolist()), tuple(distinct), tuple(avars))
+    f.selectors.append(sel)
+    return sel
+
+
 def _add_max_rows(
     f: Formulation,
     name: str,
@@ -170,21 +200,74 @@ def _add_max_rows(
     extra: dict[int, float],
     rhs: float,
     unit: str,
+    selector: Selector | None = None,
 ) -> None:
     """Base row (diagonal coefficients) and one candidate row per strictly larger padding.
 
     ``matrix[j, k]`` is user k's coefficient when the maximum is candidate j's value; it
-    must be >= the diagonal ``matrix[k, k]`` (monotone in the padding).
+    must be >= the diagonal ``matrix[k, k]`` (monotone in the padding). Without a
+    selector, candidate j's row is enforced by ``b_j``; with one, there is one row per
+    distinct value, enforced by its ``a_v``, over the users whose value is at most v.
     """
     own = np.diag(matrix)
     base = {b: c for b, c in zip(binaries, own.tolist(), strict=True)}
     f.add_row(f"{name}_base", {**base, **extra}, rhs, unit)
-    for j, bj in enumerate(binaries):
-        excess = matrix[j] - own
-        if not (excess > 0.0).any():
-            continue  # the same row as the base row
-        terms = {b: c for b, c in zip(binaries, matrix[j].tolist(), strict=True)}
-        f.add_row(f"{name}_{j}", {**terms, **extra}, rhs, unit, indicator=bj, big_m=float(excess.sum()))
+    if selector is None:
+        for j, bj in enumerate(binaries):
+            excess = matrix[j] - own
+            if (excess > 0.0).any():  # else the same row as the base row
+                terms = {b: c for b, c in zip(binaries, matrix[j].tolist(), strict=True)}
+                big_m = float(excess.sum())
+                f.add_row(f"{name}_{j}", {**terms, **extra}, rhs, unit, indicator=bj, big_m=big_m)
+        return
+    values = np.asarray(selector.values)
+    for n, (v, a) in enumerate(zip(selector.distinct, selector.avars, strict=True)):
+        j = int(np.flatnonzero(values == v)[0])
+        keep = values <= v
+        excess = np.where(keep, matrix[j] - own, 0.0)
+        if (excess > 0.0).any():
+            terms = {b: c for b, c, ok in zip(binaries, matrix[j].tolist(), keep.tolist(), strict=True) if ok}
+            f.add_row(f"{name}_v{n}", {**terms, **extra}, rhs, unit, indicator=a, big_m=float(excess.sum()))
+
+
+@dataclass(frozen=True)
+class Hull:
+    """Level variables of a maximum (or minimum) of served values, as a convex hull.
+
+    ``h_n`` means "some served value is >= level n" (``max``; decreasing in n) or
+    "... <= level n" (``min``; increasing in n). For binary ``b`` they are binary at
+    the tightest point, and ``max = sum_n (level_n - level_{n-1}) h_n``, resp.
+    ``min = level_last - sum_n (level_{n+1} - level_n) h_n``: the concave / convex
+    envelope of the max / min over the binaries, tighter than one big-M row per user.
+    """
+
+    sense: str  # "max" | "min"
+    binaries: tuple[int, ...]
+    values: tuple[float, ...]  # per binary
+    levels: tuple[float, ...]  # ascending distinct values
+    hvars: tuple[int, ...]
+
+
+def _add_hull(
+    f: Formulation, tag: str, binaries: list[int], values: FloatArray, target: int, sense: str, unit: str
+) -> None:
+    """``target >= max`` (sense ``max``) or ``target <= min`` of the served ``values``."""
+    levels = sorted(set(values.tolist()))
+    hv = [f.add_var(f"h_{tag}_{n}", "continuous", 0.0, 1.0, COUNT, "max") for n in range(len(levels))]
+    level_of = {v: n for n, v in enumerate(levels)}
+    for b, v in zip(binaries, values.tolist(), strict=True):
+        f.add_row(f"h_{tag}_{b}", {b: 1.0, hv[level_of[v]]: -1.0}, 0.0, COUNT)
+    for n in range(len(levels) - 1):
+        lo, hi = (hv[n + 1], hv[n]) if sense == "max" else (hv[n], hv[n + 1])
+        f.add_row(f"h_{tag}_chain_{n}", {lo: 1.0, hi: -1.0}, 0.0, COUNT)
+    if sense == "max":
+        steps = np.diff([0.0, *levels])
+        f.add_row(f"{tag}_hull", {**dict(zip(hv, steps.tolist(), strict=True)), target: -1.0}, 0.0, unit)
+    else:
+        steps = np.diff(levels)
+        terms = dict(zip(hv[:-1], steps.tolist(), strict=True))
+        f.add_row(f"{tag}_hull", {target: 1.0, **terms}, levels[-1], unit)
+    f.hulls.append(Hull(sense, tuple(binaries), tuple(values.tolist()), tuple(levels), tuple(hv)))
 
 
 def _add_mode_common(
@@ -194,11 +277,9 @@ def _add_mode_common(
     up = inst.upload_s[users] * US_PER_S
     rhs = time_rhs_us(inst, users)
     tau = f.add_var(f"tau_{tag}", "continuous", 0.0, float(up.max()), TIME, "max")
-    dmax = float(rhs.max())
-    d = f.add_var(f"D_{tag}", "continuous", 0.0, dmax, TIME, "min")
-    for b, u_k, r_k in zip(binaries, up.tolist(), rhs.tolist(), strict=True):
-        f.add_row(f"tau_{tag}_{b}", {b: u_k, tau: -1.0}, 0.0, TIME)
-        f.add_row(f"D_{tag}_{b}", {d: 1.0}, r_k, TIME, indicator=b, big_m=dmax - r_k)
+    d = f.add_var(f"D_{tag}", "continuous", 0.0, float(rhs.max()), TIME, "min")
+    _add_hull(f, f"tau_{tag}", binaries, up, tau, "max", TIME)
+    _add_hull(f, f"D_{tag}", binaries, rhs, d, "min", TIME)
     return tau, d
 
 
@@ -212,17 +293,17 @@ def _add_ad(f: Formulation, inst: Instance, z: float) -> int | None:
     f.x = [f.add_var(f"x_{k}", "binary", 0, 1) for k in users]
     tau, d = _add_mode_common(f, inst, "ad", users, f.x)
     l2 = f.add_var("L2", "continuous", 0.0, float(lo.max()), TOKENS, "max")  # (5)
-    for b, lo_k in zip(f.x, lo.tolist(), strict=True):
-        f.add_row(f"L2_{b}", {b: lo_k, l2: -1.0}, 0.0, TOKENS)
+    _add_hull(f, "L2", f.x, lo, l2, "max", TOKENS)
     pad = _padded(li)
     # c_k(L1) = alpha^L (G_p(L1) + sum_{l<LO_k} G_a(L1, l)) / z  (17), (26)
     flops = prefill_flops(inst.llm, pad) + decode_flops_sum(inst.llm, pad, lo[None, :] - 1.0)
     work = inst.llm.alpha_s_per_flop * flops / z * US_PER_S
     extra = {tau: 1.0, l2: inst.llm.beta_s * US_PER_S, d: -1.0}
-    _add_max_rows(f, "t_ad", f.x, work, extra, 0.0, TIME)
+    sel = _add_selector(f, "L1", f.x, li) if f.use_selectors else None
+    _add_max_rows(f, "t_ad", f.x, work, extra, 0.0, TIME, sel)
     kv = inst.llm_kv_bytes_per_token / BYTES_PER_MB
     ma = f.add_var("MA", "continuous", 0.0, kv * float((li.max() + lo).sum()), MEMORY, "max")
-    _add_max_rows(f, "q_ad", f.x, kv * (pad + lo[None, :]), {ma: -1.0}, 0.0, MEMORY)  # (15)
+    _add_max_rows(f, "q_ad", f.x, kv * (pad + lo[None, :]), {ma: -1.0}, 0.0, MEMORY, sel)  # (15)
     return ma
 
 
@@ -256,8 +337,7 @@ def _add_sd(f: Formulation, inst: Instance, z: float) -> tuple[int, int, dict[in
     f.y = [f.add_var(f"y_{k}", "binary", 0, 1) for k in users]
     tau, d = _add_mode_common(f, inst, "sd", users, f.y)
     nm = f.add_var("Nmax", "continuous", 0.0, float(n_it.max()), TOKENS, "max")  # (9)
-    for b, n_k in zip(f.y, n_it.tolist(), strict=True):
-        f.add_row(f"Nmax_{b}", {b: float(n_k), nm: -1.0}, 0.0, TOKENS)
+    _add_hull(f, "Nmax", f.y, n_it.astype(np.float64), nm, "max", TOKENS)
     # user k's prefill and iteration seconds at L3 = max(LI_k, LI_j), L4 = 0 (7), (8), (30)
     g = np.empty((len(users), len(users)))
     for j, v in enumerate(li.tolist()):
@@ -265,26 +345,32 @@ def _add_sd(f: Formulation, inst: Instance, z: float) -> tuple[int, int, dict[in
     g = np.where(li[None, :] >= li[:, None], np.diag(g)[None, :], g) * US_PER_S
     c4 = sd_l4_coefficients(inst, z, n_it) * US_PER_S
     v4 = f.add_var("V4", "continuous", 0.0, float(c4.sum() * la.max()), TIME, "max")
-    _add_max_rows(f, "t_sd_L4", f.y, c4[None, :] * _padded(la), {v4: -1.0}, 0.0, TIME)
+    sel3 = _add_selector(f, "L3", f.y, li) if f.use_selectors else None
+    sel4 = _add_selector(f, "L4", f.y, la) if f.use_selectors else None
+    _add_max_rows(f, "v4_sd", f.y, c4[None, :] * _padded(la), {v4: -1.0}, 0.0, TIME, sel4)
     fixed = (inst.llm.beta_s + ld * inst.slm.beta_s) * US_PER_S  # per iteration; + beta^L once
     extra = {tau: 1.0, v4: 1.0, nm: fixed, d: -1.0}
-    _add_max_rows(f, "t_sd", f.y, g, extra, -inst.llm.beta_s * US_PER_S, TIME)
+    _add_max_rows(f, "t_sd", f.y, g, extra, -inst.llm.beta_s * US_PER_S, TIME, sel3)
     # q_sd: (kv^S + kv^L) (L3 + (N_k - 1) L4) + e_k per user (16), (31), D4
     kv_s, kv_l = inst.slm_kv_bytes_per_token, inst.llm_kv_bytes_per_token
     kv = (kv_s + kv_l) / BYTES_PER_MB
     ms3 = f.add_var("MS3", "continuous", 0.0, kv * float(li.max()) * len(users), MEMORY, "max")
-    _add_max_rows(f, "q_sd_L3", f.y, kv * _padded(li), {ms3: -1.0}, 0.0, MEMORY)
+    _add_max_rows(f, "q_sd_L3", f.y, kv * _padded(li), {ms3: -1.0}, 0.0, MEMORY, sel3)
     steps = (n_it - 1).astype(np.float64)
     ms4 = f.add_var("MS4", "continuous", 0.0, kv * float((steps * la.max()).sum()), MEMORY, "max")
-    _add_max_rows(f, "q_sd_L4", f.y, kv * steps[None, :] * _padded(la), {ms4: -1.0}, 0.0, MEMORY)
+    _add_max_rows(f, "q_sd_L4", f.y, kv * steps[None, :] * _padded(la), {ms4: -1.0}, 0.0, MEMORY, sel4)
     offset = np.maximum(n_it - 2, 0).astype(np.float64)
     e = ((kv_s + kv_l) * (ld + offset) + kv_l * (n_it >= 2)) / BYTES_PER_MB
     return ms3, ms4, {b: float(c) for b, c in zip(f.y, e.tolist(), strict=True)}
 
 
-def build(inst: Instance, z: float, *, min_served: int = 0) -> Formulation:
-    """The MILP of P1 at compute fraction ``z``, optionally with ``served >= min_served``."""
-    f = Formulation(z)
+def build(inst: Instance, z: float, *, min_served: int = 0, selectors: bool = False) -> Formulation:
+    """The MILP of P1 at compute fraction ``z``, optionally with ``served >= min_served``.
+
+    ``selectors=False`` enforces each candidate row by the candidate user's own binary
+    instead of a one-hot choice of the maximum's value (a weaker LP, same optimum).
+    """
+    f = Formulation(z, selectors)
     f.ad_users, f.sd_users = eligible_users(inst, z)
     ma = _add_ad(f, inst, z)
     sd = _add_sd(f, inst, z)
@@ -318,25 +404,53 @@ def solution_values(f: Formulation, schedule: Schedule) -> NDArray[np.float64] |
         vals[i] = float(modes[k] == AD)
     for k, i in zip(f.sd_users, f.y, strict=True):
         vals[i] = float(modes[k] == SD)
-    chosen = set(np.flatnonzero(modes).tolist())
-    if chosen - {k for k, i in zip(f.ad_users, f.x, strict=True) if vals[i]} - {
-        k for k, i in zip(f.sd_users, f.y, strict=True) if vals[i]
-    }:
+    placed = {k for k, i in zip(f.ad_users, f.x, strict=True) if vals[i]}
+    placed |= {k for k, i in zip(f.sd_users, f.y, strict=True) if vals[i]}
+    if set(np.flatnonzero(modes).tolist()) != placed:
         return None  # a user in a mode it is not eligible for
-    cont = [i for i, v in enumerate(f.vars) if v.kind == "continuous"]
-    for i in cont:
-        vals[i] = f.vars[i].lb if f.vars[i].role == "max" else f.vars[i].ub
+    for sel in f.selectors:
+        served = [v for b, v in zip(sel.binaries, sel.values, strict=True) if vals[b] > 0.5]
+        if served:
+            vals[sel.avars[sel.distinct.index(max(served))]] = 1.0
+    for h in f.hulls:
+        served = [v for b, v in zip(h.binaries, h.values, strict=True) if vals[b] > 0.5]
+        for level, hv in zip(h.levels, h.hvars, strict=True):
+            hit = any(v >= level for v in served) if h.sense == "max" else any(v <= level for v in served)
+            vals[hv] = float(hit)
+    _derive_continuous(f, vals, {hv for h in f.hulls for hv in h.hvars})
+    return vals
+
+
+def _derive_continuous(f: Formulation, vals: NDArray[np.float64], known: set[int]) -> None:
+    """Set each remaining continuous variable to its tightest value (fixed point).
+
+    A ``max`` variable takes the largest lower bound of the active rows where it has a
+    negative coefficient, a ``min`` variable the smallest upper bound of the rows where
+    it has a positive one, once every other variable of those rows is known.
+    """
+    known = known | {i for i, v in enumerate(f.vars) if v.kind == "binary"}
+    rows_of: dict[int, list[tuple[Row, float]]] = {}
     for row in f.rows:
         if row.indicator is not None and vals[row.indicator] < 0.5:
             continue
-        mine = [(i, c) for i, c in zip(row.index, row.coef, strict=True) if f.vars[i].kind == "continuous"]
-        if len(mine) != 1:
-            continue
-        i, a = mine[0]
-        rest = sum(c * vals[j] for j, c in zip(row.index, row.coef, strict=True) if j != i)
-        bound = (row.rhs - rest) / a
-        vals[i] = max(vals[i], bound) if a < 0 else min(vals[i], bound)
-    return vals
+        for i, c in zip(row.index, row.coef, strict=True):
+            if f.vars[i].kind == "continuous" and (c < 0) == (f.vars[i].role == "max"):
+                rows_of.setdefault(i, []).append((row, c))
+    pending = [i for i, v in enumerate(f.vars) if v.kind == "continuous" and i not in known]
+    while pending:
+        ready = [i for i in pending if all(set(r.index) - {i} <= known for r, _ in rows_of.get(i, []))]
+        if not ready:
+            raise RuntimeError("the formulation's continuous variables are not well founded")
+        for i in ready:
+            v = f.vars[i]
+            val = v.lb if v.role == "max" else v.ub
+            for row, a in rows_of.get(i, []):
+                rest = sum(c * vals[j] for j, c in zip(row.index, row.coef, strict=True) if j != i)
+                bound = (row.rhs - rest) / a
+                val = max(val, bound) if a < 0 else min(val, bound)
+            vals[i] = val
+            known.add(i)
+        pending = [i for i in pending if i not in known]
 
 
 def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) -> list[str]:
