@@ -21,7 +21,7 @@ from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_u
 from balance_opt.solvers import fast
 from balance_opt.solvers._fast_block import Block, batch_bounds, frontier, literal_search, search, step_value
 from balance_opt.solvers.algorithm import ad_time_budget, memory_split
-from balance_opt.solvers.literal import balance_literal
+from balance_opt.solvers.literal import algorithm1, algorithm2, balance_literal
 from tests.strategies import GRIDS, small_instances
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -152,6 +152,27 @@ def test_literal_fallback_matches(inst: Instance) -> None:
 
 
 # --- the pieces against their twins ---------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instances(max_users=6), st.sampled_from([0.1, 0.4, 0.9]), st.data())
+def test_algorithms_1_and_2_match_literal(inst: Instance, z: float, data: st.DataObject) -> None:
+    """Algorithm 1 for several lambda at once, and Algorithm 2 above a floor, on their own."""
+    lams = [0.2, 0.5, 1.0]
+    got = fast.algorithm1_all(inst, z, lams, fast._Counters())
+    for lam, ad in zip(lams, got, strict=True):
+        assert ad == algorithm1(inst, z, lam)[0]
+    lam = data.draw(st.sampled_from([0.0, 0.3, 0.7]))
+    excluded = data.draw(st.sets(st.integers(0, inst.num_users - 1), max_size=2))
+    want, _ = algorithm2(inst, z, lam, excluded)
+    rest = np.setdiff1d(np.arange(inst.num_users), np.array(sorted(excluded), dtype=np.int64))
+    floor = data.draw(st.integers(0, 3))
+    hit = fast._SdSearch(inst, z, memory_split(inst, z, lam)[1], rest, fast._Counters()).run(floor)
+    if len(want) > floor:
+        assert hit is not None
+        assert hit.users == want
+    else:
+        assert hit is None
 
 
 def _ad_block(inst: Instance, z: float, L1: int) -> Block:

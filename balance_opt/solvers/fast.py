@@ -196,6 +196,8 @@ class _SdSearch:
     def run(self, floor: int) -> Hit | None:
         """The literal Algorithm 2 answer if its best ``d*`` exceeds ``floor``, else None."""
         inst = self.inst
+        if self.order.size <= floor:
+            return None
         li, la = inst.input_tokens[self.order], inst.accepted_drafts[self.order]
         L3s = np.unique(li).astype(np.float64)
         inpool = li[None, :] <= L3s[:, None]
