@@ -133,9 +133,8 @@ def test_seeded_larger(preset: str, k: int, seed: int) -> None:
     assert_same(inst, (0.0, 0.3, 0.7), (0.0, 0.4, 1.0))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("preset", "seed"), [("fig4", 11), ("fig5", 12)])
-def test_seeded_larger_full_grid_slow(preset: str, seed: int) -> None:
+def test_seeded_larger_finer_grid(preset: str, seed: int) -> None:
     assert_same(generate(preset, users=12, seed=seed), (0.0, 0.2, 0.5, 0.8, 1.0), (0.0, 0.3, 0.6, 1.0))
 
 
