@@ -12,13 +12,17 @@ import pandas as pd
 
 from balance_opt.io import atomic_write
 from balance_opt.report import figures, stats
-from balance_opt.report.build import build_report, fmt, markdown_table
+from balance_opt.report.build import build_report, markdown_table
 
 if TYPE_CHECKING:
     from balance_opt.experiments import Experiment, Settings, Sweep
 
 FIG1_OUTPUTS = (100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 FIG1_PAPER_POINTS = (200, 600, 1000)
+
+
+def _times(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.1f}x"
 
 
 def _pct(x: Any) -> str:
@@ -106,8 +110,8 @@ def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[s
                     "average throughput loss",
                 ],
                 "ours": [
-                    fmt(ours.get("speedup_mean", math.nan), 1),
-                    fmt(ours.get("speedup_k16", math.nan), 1),
+                    _times(ours.get("speedup_mean", math.nan)),
+                    _times(ours.get("speedup_k16", math.nan)),
                     _pct(ours.get("loss_pct", math.nan)),
                 ],
                 "paper": ["5,100x", "21,800x", "0.9%"],
@@ -176,9 +180,9 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
             rows.append([name, "SD's average latency reduction", _pct(numbers["latency_pct"]), "39.1%"])
         elif name == "fig6":
             rows.append(
-                [name, "speedup over exhaustive, mean over K", fmt(numbers.get("speedup_mean"), 1), "5,100x"]
+                [name, "speedup over exhaustive, mean over K", _times(numbers.get("speedup_mean")), "5,100x"]
             )
-            rows.append([name, "speedup at K = 16", fmt(numbers.get("speedup_k16"), 1), "21,800x"])
+            rows.append([name, "speedup at K = 16", _times(numbers.get("speedup_k16")), "21,800x"])
             rows.append([name, "average throughput loss", _pct(numbers.get("loss_pct", math.nan)), "0.9%"])
         else:
             for b, paper in numbers["paper"].items():
