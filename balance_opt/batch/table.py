@@ -26,7 +26,7 @@ MIDDLE_COLUMNS = (
     "solver", "config", "config_hash", "options", "status", "served", "bound", "z", "lambda",
     "runtime_s", "feasible", "error",
 )  # fmt: skip
-LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "solution_file")
+LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "commit", "solution_file")
 
 
 def _flat(value: Any) -> Any:
@@ -68,6 +68,7 @@ def solution_row(doc: Mapping[str, Any], solution_file: str = "") -> dict[str, A
         stats=json.dumps(stats, sort_keys=True, default=str) if stats else None,
         host=run.get("host"),
         version=run.get("version"),
+        commit=run.get("commit"),
         solution_file=solution_file,
     )
     return row

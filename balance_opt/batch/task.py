@@ -8,10 +8,13 @@ version): the solution file alone is enough to rebuild its results-table row.
 
 from __future__ import annotations
 
+import functools
 import platform
+import subprocess
 import time
 import traceback
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from balance_opt import __version__
@@ -42,6 +45,22 @@ def make_task(config: SolverConfig, data: bytes, source: str, sha256: str, stem:
     }
 
 
+@functools.cache
+def code_commit() -> str | None:
+    """``git describe --always --dirty`` of the installed source tree, when it is a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def run_record(task: Task, inst: Instance | None) -> dict[str, Any]:
     """Provenance kept in every solution file the batch writes."""
     cfg = task["config"]
@@ -54,6 +73,7 @@ def run_record(task: Task, inst: Instance | None) -> dict[str, Any]:
         "generator": None if inst is None or inst.generator is None else dict(inst.generator),
         "host": platform.node(),
         "version": __version__,
+        "commit": code_commit(),
     }
 
 

@@ -127,8 +127,13 @@ def build_report(
     ]
     hosts = sorted(set(df["host"].dropna().astype(str))) if "host" in df else []
     versions = sorted(set(df["version"].dropna().astype(str))) if "version" in df else []
+    commits = sorted(set(df["commit"].dropna().astype(str))) if "commit" in df else []
     if hosts or versions:
-        parts += [f"Hosts: {', '.join(hosts) or '-'}; balance-opt version {', '.join(versions) or '-'}.", ""]
+        code = f" (source {', '.join(f'`{c}`' for c in commits)})" if commits else ""
+        parts += [
+            f"Hosts: {', '.join(hosts) or '-'}; balance-opt version {', '.join(versions) or '-'}{code}.",
+            "",
+        ]
     parts += [*sections]
     parts += ["## Summary per solver configuration", "", summary_markdown(summary), ""]
     parts += [f"Table: {_write_csv(out, 'summary.csv', summary)}", "", CONVENTIONS]
