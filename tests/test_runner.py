@@ -294,3 +294,13 @@ def test_shipped_configs_are_valid() -> None:
         names.add(cfg.solver)
         assert json.dumps(cfg.to_dict())
     assert {"balance", "ad-only", "sd-only"} <= names
+
+
+def test_work_counters_are_taken_or_summed_over_parts() -> None:
+    from balance_opt.batch.table import work_counter
+
+    assert work_counter({"nodes": 7}, "nodes") == 7
+    per_z = {"z_models": {"0": {"nodes": 3, "done": True}, "0.5": {"nodes": 4}, "1": {"skipped": True}}}
+    assert work_counter(per_z, "nodes") == 7
+    assert work_counter(per_z, "lp_iterations") is None
+    assert work_counter({"nodes": True}, "nodes") is None

@@ -20,13 +20,36 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # Work counters copied from Result.stats into their own columns, where a solver gives them.
-STAT_COLUMNS = ("nodes", "lp_iterations", "deterministic_time", "p2_optimum")
+WORK_COUNTERS = ("nodes", "lp_iterations", "deterministic_time")
+STAT_COLUMNS = (*WORK_COUNTERS, "p2_optimum")
 FIRST_COLUMNS = ("instance", "instance_file", "instance_sha256", "K")
 MIDDLE_COLUMNS = (
     "solver", "config", "config_hash", "options", "status", "served", "bound", "z", "lambda",
     "runtime_s", "feasible", "error",
 )  # fmt: skip
 LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "commit", "solution_file")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def work_counter(stats: Mapping[str, Any], key: str) -> float | None:
+    """A work counter: top-level, or summed over per-part records (``{"z_models": {z: {...}}}``).
+
+    Exact solvers that split P1 into one model per z report nodes per model; the row
+    carries their total.
+    """
+    if _number(stats.get(key)):
+        return float(stats[key])
+    parts = [
+        part[key]
+        for group in stats.values()
+        if isinstance(group, Mapping)
+        for part in group.values()
+        if isinstance(part, Mapping) and _number(part.get(key))
+    ]
+    return float(sum(parts)) if parts else None
 
 
 def _flat(value: Any) -> Any:
@@ -61,9 +84,10 @@ def solution_row(doc: Mapping[str, Any], solution_file: str = "") -> dict[str, A
         feasible=doc["feasible"],
         error=doc.get("error"),
     )
-    for key in STAT_COLUMNS:
-        value = stats.get(key)
-        row[key] = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    for key in WORK_COUNTERS:
+        row[key] = work_counter(stats, key)
+    p2 = stats.get("p2_optimum")
+    row["p2_optimum"] = p2 if _number(p2) else None
     row.update(
         stats=json.dumps(stats, sort_keys=True, default=str) if stats else None,
         host=run.get("host"),
