@@ -15,7 +15,9 @@ def register(sub: Any) -> None:
         help="solve instance files with one or more solvers",
         description="Solve every instance (a file, or a directory of *.json files) with every solver "
         "configuration. With --out, each pair's solution is written to RUN_DIR/solutions/ and the "
-        "table RUN_DIR/results.{parquet,csv} is kept up to date; a rerun skips the pairs already done.",
+        "table RUN_DIR/results.{parquet,csv} is kept up to date; a rerun skips the pairs already done. "
+        "A solve that raises or crashes its worker becomes an 'error' row; one that runs past 1.1 x its "
+        "time limit + 5 s is killed and becomes a 'time_limit' row.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="instance file or directory of instance files")
     what = p.add_argument_group("solvers")
@@ -32,7 +34,12 @@ def register(sub: Any) -> None:
     limits.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1: timing)"
     )
-    limits.add_argument("--executor", choices=("local", "dask"), default="local")
+    limits.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="local worker processes (default) or a dask.distributed cluster (extra 'dask')",
+    )
     limits.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--executor dask)")
     limits.add_argument(
         "--retry-errors", action="store_true", help="solve pairs whose last answer was an error"
