@@ -118,3 +118,19 @@ def test_report_files_links_and_deterministic_svg(tmp_path: Path) -> None:
 def test_report_of_missing_table_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
     assert "no results table" in capsys.readouterr().err
+
+
+def test_sweeps_are_found_within_each_preset(tmp_path: Path) -> None:
+    rows = tiny_rows()
+    for r in rows:
+        r["gen_input_max"] = 300
+    for lim in (100, 200):
+        for seed in (1, 2):
+            rows.append({**rows[0], "instance_sha256": f"f5{lim}{seed}".ljust(64, "0"), "K": 30,
+                         "gen_users": 30, "gen_preset": "fig5", "gen_input_max": lim, "gen_seed": seed})  # fmt: skip
+    readme = build_report(frame(rows), tmp_path / "r").read_text()
+    heads = [line for line in readme.splitlines() if line.startswith("## Normalized throughput against")]
+    assert heads == [
+        "## Normalized throughput against number of users K (preset `fig4`)",
+        "## Normalized throughput against maximum input length LImax (tokens) (preset `fig5`)",
+    ]

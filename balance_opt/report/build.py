@@ -157,23 +157,35 @@ def build_report(
 
 
 def _sweep_sections(df: pd.DataFrame, out: Path) -> list[str]:
+    """One section per swept generator parameter, within each preset (presets differ in many knobs)."""
+    presets = sorted(df["gen_preset"].dropna().astype(str).unique()) if "gen_preset" in df else []
+    groups = [(p, df[df["gen_preset"] == p]) for p in presets] if len(presets) > 1 else [(None, df)]
     parts: list[str] = []
-    for param in stats.swept_parameters(df):
-        name = param.removeprefix("gen_").replace("_", "-")
-        table = stats.sweep_table(df, param)
-        parts += [f"## Normalized throughput against {figures.label(param)}", ""]
-        parts += [_figure(out, f"sweep-{name}", figures.plot_sweep, df, param), ""]
-        wide = table.pivot_table(index=param, columns="config", values="throughput_mean").reset_index()
-        parts += [
-            markdown_table(wide),
-            "",
-            f"Table with intervals: {_write_csv(out, f'sweep-{name}.csv', table)}",
-            "",
-        ]
-        present = [c for c in ABLATIONS if c in set(table["config"])]
-        if len(present) >= 2 and set(present) != set(table["config"]):
-            parts += [f"### Ablations against {figures.label(param)}", ""]
-            parts += [_figure(out, f"ablation-{name}", figures.plot_sweep, df, param, present), ""]
+    for preset, g in groups:
+        for param in stats.swept_parameters(g):
+            name = param.removeprefix("gen_").replace("_", "-")
+            if preset is not None:
+                name = f"{preset}-{name}"
+            where = "" if preset is None else f" (preset `{preset}`)"
+            parts += _one_sweep(g, param, name, where, out)
+    return parts
+
+
+def _one_sweep(df: pd.DataFrame, param: str, name: str, where: str, out: Path) -> list[str]:
+    table = stats.sweep_table(df, param)
+    parts = [f"## Normalized throughput against {figures.label(param)}{where}", ""]
+    parts += [_figure(out, f"sweep-{name}", figures.plot_sweep, df, param), ""]
+    wide = table.pivot_table(index=param, columns="config", values="throughput_mean").reset_index()
+    parts += [
+        markdown_table(wide),
+        "",
+        f"Table with intervals: {_write_csv(out, f'sweep-{name}.csv', table)}",
+        "",
+    ]
+    present = [c for c in ABLATIONS if c in set(table["config"])]
+    if len(present) >= 2 and set(present) != set(table["config"]):
+        parts += [f"### Ablations against {figures.label(param)}{where}", ""]
+        parts += [_figure(out, f"ablation-{name}", figures.plot_sweep, df, param, present), ""]
     return parts
 
 
