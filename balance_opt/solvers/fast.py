@@ -2,7 +2,7 @@
 
 :func:`balance_fast` returns exactly what :func:`balance_opt.solvers.literal.balance_literal`
 returns (same ``z``, ``lam``, AD and SD users in the same order) on every instance; it
-only skips work that cannot change that answer (docs/algorithms-fast.md explains why):
+only skips work that cannot change that answer (docs/algorithms.md, "The fast implementation", explains why):
 
 * the literal answer is the lexicographically first tuple reaching the best ``d*``, so a
   tuple whose upper bound does not exceed the incumbent is skipped, and the incumbent is
