@@ -35,7 +35,7 @@ class HighsMilpSolver(Solver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True}
+    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "retry"}
     _modules = ("pyomo", "highspy")
     _pip = "pyomo highspy"
 
@@ -56,7 +56,12 @@ class HighsMilpSolver(Solver):
             return solve_highs(f, time_limit=limit, threads=threads, seed=seed, start=start)
 
         return search(
-            instance, backend, time_limit=time_limit, hint=hint, warm_start=bool(self.options["warm_start"])
+            instance,
+            backend,
+            time_limit=time_limit,
+            hint=hint,
+            warm_start=bool(self.options["warm_start"]),
+            mode_bounds=str(self.options["mode_bounds"]),
         )
 
 
@@ -64,7 +69,12 @@ class CpSatMilpSolver(Solver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
-    option_defaults: ClassVar[dict[str, Any]] = {"threads": 8, "warm_start": True, "indicators": "enforce"}
+    option_defaults: ClassVar[dict[str, Any]] = {
+        "threads": 8,
+        "warm_start": True,
+        "indicators": "enforce",
+        "mode_bounds": "always",
+    }
     _modules = ("ortools",)
     _pip = "ortools"
 
@@ -90,7 +100,12 @@ class CpSatMilpSolver(Solver):
             )
 
         return search(
-            instance, backend, time_limit=time_limit, hint=hint, warm_start=bool(self.options["warm_start"])
+            instance,
+            backend,
+            time_limit=time_limit,
+            hint=hint,
+            warm_start=bool(self.options["warm_start"]),
+            mode_bounds=str(self.options["mode_bounds"]),
         )
 
 

@@ -167,11 +167,12 @@ def _padded(values: FloatArray) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Selector:
-    """One-hot choice ``a_v`` of the value ``v`` a maximum takes (over distinct values).
+    """Binary levels ``a_n = [the maximum >= v_n]`` over the distinct values ``v_n``.
 
-    Rows: ``sum_v a_v <= 1`` and ``b_k <= sum_{v >= value_k} a_v`` (a served user needs
-    a maximum at least its own value). With the maximum's true value selected, users
-    with larger values are forced out, so candidate rows may omit them.
+    Rows: ``a_{n+1} <= a_n`` (a chain) and ``b_k <= a_{level(k)}`` (a served user lifts
+    the maximum to its own value). Candidate row n is enforced by ``a_n``; when
+    ``a_n = 0`` every user with value >= v_n is out, which bounds the row's big-M. In the
+    branch and bound, ``a_n`` splits on the padded length itself.
     """
 
     binaries: tuple[int, ...]
@@ -183,10 +184,11 @@ class Selector:
 def _add_selector(f: Formulation, tag: str, binaries: list[int], values: FloatArray) -> Selector:
     distinct = sorted(set(values.tolist()))
     avars = [f.add_var(f"a_{tag}_{n}", "binary", 0, 1) for n in range(len(distinct))]
-    f.add_row(f"one_{tag}", dict.fromkeys(avars, 1.0), 1.0, COUNT)
+    for n in range(len(distinct) - 1):
+        f.add_row(f"chain_{tag}_{n}", {avars[n + 1]: 1.0, avars[n]: -1.0}, 0.0, COUNT)
+    level = {v: n for n, v in enumerate(distinct)}
     for b, v in zip(binaries, values.tolist(), strict=True):
-        terms = {a: -1.0 for a, d in zip(avars, distinct, strict=True) if d >= v}
-        f.add_row(f"cover_{tag}_{b}", {b: 1.0, **terms}, 0.0, COUNT)
+        f.add_row(f"cover_{tag}_{b}", {b: 1.0, avars[level[v]]: -1.0}, 0.0, COUNT)
     sel = Selector(tuple(binaries), tuple(values.tolist()), tuple(distinct), tuple(avars))
     f.selectors.append(sel)
     return sel
@@ -223,10 +225,9 @@ def _add_max_rows(
     values = np.asarray(selector.values)
     for n, (v, a) in enumerate(zip(selector.distinct, selector.avars, strict=True)):
         j = int(np.flatnonzero(values == v)[0])
-        keep = values <= v
-        excess = np.where(keep, matrix[j] - own, 0.0)
+        excess = matrix[j] - own  # zero for users with a value >= v
         if (excess > 0.0).any():
-            terms = {b: c for b, c, ok in zip(binaries, matrix[j].tolist(), keep.tolist(), strict=True) if ok}
+            terms = {b: c for b, c in zip(binaries, matrix[j].tolist(), strict=True)}
             f.add_row(f"{name}_v{n}", {**terms, **extra}, rhs, unit, indicator=a, big_m=float(excess.sum()))
 
 
@@ -364,14 +365,24 @@ def _add_sd(f: Formulation, inst: Instance, z: float) -> tuple[int, int, dict[in
     return ms3, ms4, {b: float(c) for b, c in zip(f.y, e.tolist(), strict=True)}
 
 
-def build(inst: Instance, z: float, *, min_served: int = 0, selectors: bool = False) -> Formulation:
+def build(
+    inst: Instance,
+    z: float,
+    *,
+    min_served: int = 0,
+    selectors: bool = False,
+    modes: tuple[str, ...] = ("ad", "sd"),
+) -> Formulation:
     """The MILP of P1 at compute fraction ``z``, optionally with ``served >= min_served``.
 
-    ``selectors=False`` enforces each candidate row by the candidate user's own binary
-    instead of a one-hot choice of the maximum's value (a weaker LP, same optimum).
+    ``selectors=True`` enforces the candidate rows by binary levels of the padded length
+    instead of the candidate users' own binaries (same optimum, another LP). ``modes``
+    restricts the model to some modes (a single-mode model bounds that mode's count).
     """
     f = Formulation(z, selectors)
-    f.ad_users, f.sd_users = eligible_users(inst, z)
+    ad_ok, sd_ok = eligible_users(inst, z)
+    f.ad_users = ad_ok if "ad" in modes else []
+    f.sd_users = sd_ok if "sd" in modes else []
     ma = _add_ad(f, inst, z)
     sd = _add_sd(f, inst, z)
     memory: dict[int, float] = {}
@@ -409,9 +420,9 @@ def solution_values(f: Formulation, schedule: Schedule) -> NDArray[np.float64] |
     if set(np.flatnonzero(modes).tolist()) != placed:
         return None  # a user in a mode it is not eligible for
     for sel in f.selectors:
-        served = [v for b, v in zip(sel.binaries, sel.values, strict=True) if vals[b] > 0.5]
-        if served:
-            vals[sel.avars[sel.distinct.index(max(served))]] = 1.0
+        top = max((v for b, v in zip(sel.binaries, sel.values, strict=True) if vals[b] > 0.5), default=-1.0)
+        for d, a in zip(sel.distinct, sel.avars, strict=True):
+            vals[a] = float(d <= top)
     for h in f.hulls:
         served = [v for b, v in zip(h.binaries, h.values, strict=True) if vals[b] > 0.5]
         for level, hv in zip(h.levels, h.hvars, strict=True):

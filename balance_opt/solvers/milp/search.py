@@ -31,6 +31,9 @@ Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool]
 BOUND_EPS = 1e-6  # integer bound = floor(bound + eps): the objective is a count
 MAX_REPAIRS = 5  # re-solves of one z after evaluator rejections
 TIME_RESERVE = 0.05  # share of the limit kept for model building and evaluation
+# When to solve each mode alone first (its optimum caps the mode's count in the joint
+# model): always, only when re-solving a z that ran out of time, or never.
+MODE_BOUNDS = ("always", "retry", "never")
 
 
 @dataclass
@@ -60,9 +63,13 @@ def heuristic_start(inst: Instance) -> Schedule | None:
     return res.schedule if res.feasible else None
 
 
-def with_rows(f: Formulation, cutoff: int, no_goods: list[Schedule]) -> Formulation:
-    """``f`` plus ``served >= cutoff`` and one no-good row per rejected schedule."""
+def with_rows(
+    f: Formulation, cutoff: int, no_goods: list[Schedule], caps: dict[str, int] | None = None
+) -> Formulation:
+    """``f`` plus ``served >= cutoff``, per-mode caps and a no-good row per rejected schedule."""
     g = replace(f, rows=list(f.rows))
+    for mode, cap in (caps or {}).items():
+        g.add_row(f"cap_{mode}", dict.fromkeys(f.x if mode == "ad" else f.y, 1.0), float(cap), COUNT)
     if cutoff > 0:
         g.add_row("cutoff", {i: -1.0 for i in f.objective}, -float(cutoff), COUNT)
     for n, bad in enumerate(no_goods):
@@ -82,6 +89,7 @@ def search(
     time_limit: float | None,
     hint: Schedule | None,
     warm_start: bool,
+    mode_bounds: str = "retry",
 ) -> SolverOutput:
     """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
     start = time.perf_counter()
@@ -91,7 +99,10 @@ def search(
     for st in states.values():
         st.bound = st.form.count_bound
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
-    for _sweep in range(2):  # the second sweep re-solves z models stopped by their share
+    if mode_bounds not in MODE_BOUNDS:
+        raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
+    for sweep in range(2):  # the second sweep re-solves z models stopped by their share
+        caps_now = mode_bounds == "always" or (mode_bounds == "retry" and sweep == 1)
         pending = [z for z in order if not states[z].done]
         for n, z in enumerate(pending):
             st = states[z]
@@ -105,7 +116,7 @@ def search(
                 if left <= 0.0:
                     break
                 share = left / sum(1 for w in pending[n:] if states[w].bound > inc.served)
-            inc = _solve_z(inst, backend, st, inc, share)
+            inc = _solve_z(inst, backend, st, inc, share, caps_now)
         if deadline is None or all(st.done for st in states.values()):
             break
     bound = max([inc.served, *(st.bound for st in states.values())])
@@ -134,24 +145,68 @@ def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) ->
 
 
 def _solve_z(
-    inst: Instance, backend: Backend, st: _ZState, inc: _Incumbent, share: float | None
+    inst: Instance, backend: Backend, st: _ZState, inc: _Incumbent, share: float | None, mode_bounds: bool
 ) -> _Incumbent:
-    """Solve one z model (with repairs) and update its bound and the incumbent."""
+    """Solve one z model (after the single-mode bounds) and update its bound and the incumbent."""
     f = st.form
     z_start = time.perf_counter()
+    caps: dict[str, int] = {}
+    if mode_bounds and f.x and f.y:
+        # Each mode alone is a much easier model; the AD (SD) users of any P1 schedule
+        # are an AD-only (SD-only) schedule, so its optimum caps that mode's count.
+        for mode in ("ad", "sd"):
+            sub = build(inst, f.z, modes=(mode,), selectors=f.use_selectors)
+            limit = None if share is None else share / 4
+            found, bounds, _, _ = _solve_model(inst, backend, sub, 0, None, limit)
+            if found is not None and found.served > inc.served:
+                inc = found
+            caps[mode] = min([len(sub.objective), *bounds])
+        st.bound = min(st.bound, caps["ad"] + caps["sd"])
+        st.stats["mode_caps"] = dict(caps)
+        if st.bound <= inc.served:
+            st.done = True
+            st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
+            return inc
     same_z = inc.schedule.z == f.z and inc.served > 0
     cutoff = inc.served if same_z else inc.served + 1
     start = solution_values(f, inc.schedule) if same_z else None
+    limit = None if share is None else share - (time.perf_counter() - z_start)
+    found, bounds, timed_out, stats = _solve_model(inst, backend, f, cutoff, start, limit, caps)
+    if found is not None and found.served > inc.served:
+        inc = found
+    st.bound = min([st.bound, *bounds])
+    st.done = not timed_out and bool(bounds)
+    st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
+    st.stats.update(stats)
+    return inc
+
+
+def _solve_model(
+    inst: Instance,
+    backend: Backend,
+    f: Formulation,
+    cutoff: int,
+    start: NDArray[np.float64] | None,
+    limit: float | None,
+    caps: dict[str, int] | None = None,
+) -> tuple[_Incumbent | None, list[int], bool, dict[str, Any]]:
+    """Solve ``f`` with ``served >= cutoff``, re-solving after evaluator rejections.
+
+    Returns the evaluator-approved schedule (if any), the proved bounds on ``f``'s
+    optimum, whether the limit stopped the solve, and the backend's counters.
+    """
+    t0 = time.perf_counter()
     no_goods: list[Schedule] = []
     bounds: list[int] = []
+    found: _Incumbent | None = None
     timed_out = False
-    res: BackendResult | None = None
+    stats: dict[str, Any] = {}
     for attempt in range(MAX_REPAIRS + 1):
-        left = None if share is None else share - (time.perf_counter() - z_start)
+        left = None if limit is None else limit - (time.perf_counter() - t0)
         if left is not None and left <= 0.0:
-            timed_out = True
-            break
-        res = backend(with_rows(f, cutoff, no_goods), left, start, attempt > 0)
+            return found, bounds, True, stats
+        res = backend(with_rows(f, cutoff, no_goods, caps), left, start, attempt > 0)
+        stats.update(res.stats)
         if res.exact and res.bound is not None:
             # the model holds every P1 schedule at z with served >= cutoff
             bounds.append(max(cutoff - 1, math.floor(res.bound + BOUND_EPS)))
@@ -164,15 +219,9 @@ def _solve_z(
         ev = evaluate(inst, sched)
         if ev.feasible:
             claimed = round(float(sum(res.values[i] for i in f.objective)))
-            if ev.served > inc.served:
-                inc = _Incumbent(sched, ev.served, claimed, "milp")
+            found = _Incumbent(sched, ev.served, claimed, "milp")
             break
         no_goods.append(sched)
         start = None
-        st.stats["rejected"] = len(no_goods)
-    st.bound = min([st.bound, *bounds])
-    st.done = not timed_out and bool(bounds)
-    st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
-    if res is not None:
-        st.stats.update(res.stats)
-    return inc
+        stats["rejected"] = len(no_goods)
+    return found, bounds, timed_out, stats
