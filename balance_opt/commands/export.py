@@ -54,5 +54,5 @@ def export_bytes(inst: Any, z: float, fmt: str) -> bytes:
     model = to_pyomo(build(inst, z))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"model.{fmt}"
-        model.write(str(path), format=fmt, io_options={"symbolic_solver_labels": True})
+        model.write(str(path), io_options={"symbolic_solver_labels": True})  # format from the suffix
         return path.read_bytes()
