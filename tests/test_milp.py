@@ -30,9 +30,8 @@ from balance_opt.solvers.milp.formulation import (
     Formulation,
     build,
     sd_l4_coefficients,
-    solution_values,
-    violated_rows,
 )
+from balance_opt.solvers.milp.values import solution_values, violated_rows
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")

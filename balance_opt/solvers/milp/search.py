@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build, solution_values
+from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
+from balance_opt.solvers.milp.values import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
 Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool], BackendResult]
@@ -139,8 +140,9 @@ def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) ->
     for source, sched in candidates:
         if sched is not None and sched.modes.shape == (inst.num_users,):
             ev = evaluate(inst, sched)
-            if ev.feasible:
-                return _Incumbent(sched, ev.served, ev.served, source)
+            if ev.feasible:  # snap z to the grid value the models use
+                z = min(inst.server.z_grid, key=lambda g: abs(g - sched.z))
+                return _Incumbent(Schedule(z, sched.modes), ev.served, ev.served, source)
     return _Incumbent(Schedule.empty(inst.num_users, inst.server.z_grid[0]), 0, 0, "empty")
 
 
