@@ -87,6 +87,17 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, make: object, message: 
     assert message in res.stderr
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_refused_solve_exits_2(tmp_path: Path, json_flag: list[str]) -> None:
+    """Exhaustive search refuses a large K: for a single solve that is bad input."""
+    write_instance(generate("fig4", users=20, seed=1), tmp_path / "big.json")
+    res = cli("solve", str(tmp_path / "big.json"), "--solver", "exhaustive", *json_flag)
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "above the exhaustive search limit" in res.stderr
+
+
 def test_json_with_highs_keeps_stdout_clean(inst_dir: Path) -> None:
     from balance_opt.solvers import solver_class
 

@@ -160,6 +160,11 @@ def solve_task(task: Task) -> dict[str, Any]:
             _REGISTRY[cfg.solver] = task["solver_target"]
         solver = get_solver(cfg.solver, **cfg.options)
         res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
+    except InputError as exc:
+        # The solver refused this instance (e.g. too large for exhaustive search): bad input,
+        # marked so that a single solve can exit with status 2.
+        res = error_result(inst, cfg.solver, recorded_options(cfg), str(exc), time.perf_counter() - start)
+        return {**_finish(res.to_solution(inst, task["sha256"]), task, inst), "error_kind": "input"}
     except Exception as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""

@@ -83,7 +83,11 @@ def handler(args: argparse.Namespace) -> int:
             raise UsageError(bad)
     executor = make_executor(args)
 
+    single = len(paths) == 1 and len(configs) == 1
+
     def show(doc: dict[str, Any]) -> None:
+        if single and doc.get("error_kind") == "input":
+            return  # reported below as bad input
         if args.out is None and not args.json:
             from balance_opt.batch.task import summary_line
 
@@ -99,6 +103,9 @@ def handler(args: argparse.Namespace) -> int:
         on_solution=show,
         retry_errors=args.retry_errors,
     )
+    if single and outcome.solutions[0].get("error_kind") == "input":
+        # One solve that the solver refused (e.g. exhaustive search on a large K) is bad input.
+        raise UsageError(outcome.solutions[0]["error"])
     if args.json:
         sys.stdout.write(dumps(outcome.solutions[0]))
     elif args.out is not None:
