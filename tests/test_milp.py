@@ -295,3 +295,31 @@ def _with_grid(inst: Instance, grid: tuple[float, ...]) -> object:
     from dataclasses import replace
 
     return replace(inst.server, z_grid=grid)
+
+
+def test_cpsat_regression_large_coefficients() -> None:
+    """CP-SAT once returned 6 here (optimum 7) when time rows were in 1e-10 s units."""
+    from balance_opt.instance import Server
+    from tests.strategies import LLAMA2_7B, TINYLLAMA
+
+    grid = tuple(round(0.1 * i, 10) for i in range(11))
+    k = 7
+    inst = Instance(
+        name="cpsat-regression",
+        server=Server(24e9, 2.0, 1, 32.0, grid, grid),
+        llm=LLAMA2_7B,
+        slm=TINYLLAMA,
+        user_ids=tuple(f"u{i}" for i in range(k)),
+        input_tokens=np.ones(k, dtype=np.int64),
+        output_tokens=np.array([1, 1, 1, 1, 5, 40, 5]),
+        deadline_s=np.array([1.0, 0.5, 0.75, 0.03125, 2.0, 3.0, 0.375]),
+        acceptance=np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.75, 0.5]),
+        uplink_bandwidth_hz=np.full(k, 1e6),
+        uplink_spectral_efficiency=np.ones(k),
+        downlink_bandwidth_hz=np.full(k, 2e6),
+        downlink_spectral_efficiency=np.ones(k),
+    )
+    assert brute_force(inst) == 7
+    for name in ("milp-highs", "milp-cpsat"):
+        res = get_solver(name, threads=1).solve(inst)
+        assert (res.status, res.served, res.bound) == ("optimal", 7, 7), name

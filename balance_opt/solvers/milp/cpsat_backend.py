@@ -1,7 +1,9 @@
 """The same formulation as an OR-Tools CP-SAT model, in integers.
 
 CP-SAT takes integer coefficients, so each row is scaled to fine units (time rows to
-1e-10 s, memory rows to bytes) and rounded in one of two directions:
+10 ns, memory rows to kB) and rounded in one of two directions. Finer units gave CP-SAT
+coefficients near 1e10, and it then returned a wrong optimum (6 instead of 7 on a K = 7
+instance that the tests found); at these units coefficients stay below about 1e9.
 
 * ``relaxed`` (the default): left-hand coefficients down, right-hand sides up. Every
   P1-feasible schedule stays feasible (its maxima rounded down, its tightest deadline
@@ -27,8 +29,8 @@ from numpy.typing import NDArray
 
 from balance_opt.solvers.milp.formulation import COUNT, MEMORY, TIME, TOKENS, BackendResult, Formulation
 
-# Integer units per formulation unit: 1e-10 s per time unit (us), bytes per MB.
-SCALE = {TIME: 1e4, MEMORY: 1e6, TOKENS: 1.0, COUNT: 1.0}
+# Integer units per formulation unit: 10 ns per time unit (us), kB per MB.
+SCALE = {TIME: 1e2, MEMORY: 1e3, TOKENS: 1.0, COUNT: 1.0}
 
 
 def _down(v: float) -> int:
