@@ -21,14 +21,21 @@ from balance_opt.solvers import get_solver
 BACKENDS = ("milp-highs", "milp-cpsat")
 
 
-def run(preset: str, users: int, seed: int, backend: str, time_limit: float) -> dict[str, object]:
-    """One solve; an exception becomes an ``error`` row."""
+def run(
+    preset: str, users: int, seed: int, backend: str, time_limit: float, detail: bool = False
+) -> dict[str, object]:
+    """One solve; an exception becomes an ``error`` row. ``detail`` prints the z models."""
     inst = generate(preset, users, seed=seed)
     start = time.perf_counter()
     try:
         res = get_solver(backend).solve(inst, time_limit=time_limit, seed=0)
     except Exception as exc:  # one failing run must not end the batch
         return {"status": "error", "runtime_s": time.perf_counter() - start, "error": str(exc)}
+    if detail:
+        for z, info in res.stats.get("z_models", {}).items():
+            keep = ("bound", "runtime_s", "skipped", "mode_caps", "nodes", "branches")
+            shown = {k: round(v, 2) if isinstance(v, float) else v for k, v in info.items() if k in keep}
+            print(f"  {preset} K={users} seed={seed} {backend} z={z}: {shown}")
     return {
         "status": res.status,
         "served": res.served,
@@ -45,14 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per size")
     p.add_argument("--backends", nargs="+", default=list(BACKENDS))
     p.add_argument("--time-limit", type=float, default=600.0, help="seconds per instance")
+    p.add_argument("--detail", action="store_true", help="also print every z model of every run")
     args = p.parse_args(argv)
-    header = f"{'preset':6} {'K':>3} {'backend':11} {'median_s':>9} {'optimal':>8} {'gap_med':>7} {'gap_max':>7}"
-    header += "  served (per seed)"
+    header = f"{'preset':6} {'K':>3} {'backend':11} {'median_s':>9} {'optimal':>8} "
+    header += f"{'gap_med':>7} {'gap_max':>7}  served (per seed)"
     print(header)
     for preset in args.presets:
         for users in args.sizes:
             for backend in args.backends:
-                rows = [run(preset, users, s, backend, args.time_limit) for s in range(1, args.seeds + 1)]
+                rows = [
+                    run(preset, users, s, backend, args.time_limit, args.detail)
+                    for s in range(1, args.seeds + 1)
+                ]
                 times = [float(r["runtime_s"]) for r in rows]  # type: ignore[arg-type]
                 gaps = [int(r["gap"]) for r in rows if r.get("gap") is not None]  # type: ignore[call-overload]
                 n_opt = sum(r["status"] == "optimal" for r in rows)
