@@ -158,19 +158,34 @@ def make_result(
     )
 
 
-def error_result(
-    inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float
+def unsolved_result(
+    inst: Instance,
+    solver: str,
+    options: Mapping[str, Any],
+    runtime_s: float,
+    *,
+    error: str | None = None,
+    status: str = "error",
+    stats: Mapping[str, Any] | None = None,
 ) -> Result:
-    """A solve that raised: status ``error``, nobody served."""
+    """A solve that brought back no schedule (it raised, crashed or was killed): nobody served."""
     schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
     return Result(
         solver=solver,
         options=dict(options),
-        status="error",
+        status=status,
         schedule=schedule,
         lam=None,
         bound=None,
         runtime_s=runtime_s,
         evaluation=evaluate(inst, schedule),
-        error=message,
+        stats=dict(stats or {}),
+        error=error,
     )
+
+
+def error_result(
+    inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float
+) -> Result:
+    """A solve that raised: status ``error``, nobody served."""
+    return unsolved_result(inst, solver, options, runtime_s, error=message)

@@ -19,10 +19,9 @@ from typing import Any
 
 from balance_opt import __version__
 from balance_opt.configs import SolverConfig, config_from_dict
-from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, InputError, instance_from_dict, parse_json
-from balance_opt.result import Result, error_result
+from balance_opt.result import error_result, unsolved_result
 
 Task = dict[str, Any]
 
@@ -125,18 +124,7 @@ def failed_doc(task: Task, status: str, message: str, runtime_s: float) -> dict[
         res = error_result(inst, cfg.solver, options, message, runtime_s)
     else:
         # Killed past its limit: no schedule came back, so nobody is served.
-        schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
-        res = Result(
-            solver=cfg.solver,
-            options=options,
-            status=status,
-            schedule=schedule,
-            lam=None,
-            bound=None,
-            runtime_s=runtime_s,
-            evaluation=evaluate(inst, schedule),
-            stats={"killed": message},
-        )
+        res = unsolved_result(inst, cfg.solver, options, runtime_s, status=status, stats={"killed": message})
     return _finish(res.to_solution(inst, task["sha256"]), task, inst)
 
 
