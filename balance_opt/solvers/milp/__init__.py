@@ -95,8 +95,13 @@ class CpSatMilpSolver(Solver):
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
             rounding = "strict" if strict else "relaxed"
             return solve_cpsat(
-                f, time_limit=limit, threads=threads, seed=seed, start=start,
-                rounding=rounding, indicators=indicators,
+                f,
+                time_limit=limit,
+                threads=threads,
+                seed=seed,
+                start=start,
+                rounding=rounding,
+                indicators=indicators,
             )
 
         return search(
