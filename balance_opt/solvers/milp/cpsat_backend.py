@@ -116,7 +116,11 @@ def solve_cpsat(
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     code = solver.solve(model)
-    stats: dict[str, Any] = {"branches": solver.num_branches, "rounding": rounding}
+    stats: dict[str, Any] = {
+        "branches": solver.num_branches,
+        "deterministic_time": solver.deterministic_time,
+        "rounding": rounding,
+    }
     exact = rounding == "relaxed"
     if code == cp_model.INFEASIBLE:
         return BackendResult("infeasible", None, None, stats, exact)

@@ -127,7 +127,8 @@ def solve_highs(
         bound = None
     extra = getattr(res, "extra_info", None)
     nodes = getattr(extra, "mip_node_count", None) if extra is not None else None
-    stats = {"nodes": nodes, "warm_start": warm}
+    lp_iterations = getattr(extra, "simplex_iteration_count", None) if extra is not None else None
+    stats = {"nodes": nodes, "lp_iterations": lp_iterations, "warm_start": warm}
     return BackendResult(status, values, None if bound is None else float(bound), stats)
 
 
