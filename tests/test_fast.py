@@ -40,8 +40,9 @@ def instances(draw: st.DrawFn, **kwargs: object) -> Instance:
     return inst
 
 
-def assert_same(inst: Instance, z_grid: tuple[float, ...] | None = None,
-                lam_grid: tuple[float, ...] | None = None) -> None:
+def assert_same(
+    inst: Instance, z_grid: tuple[float, ...] | None = None, lam_grid: tuple[float, ...] | None = None
+) -> None:
     zg = inst.server.z_grid if z_grid is None else z_grid
     lg = inst.server.lambda_grid if lam_grid is None else lam_grid
     want = balance_literal(inst, zg, lg)
@@ -84,15 +85,25 @@ def _base(k: int, seed: int = 3) -> Instance:
 @pytest.mark.parametrize("k", [3, 5])
 def test_identical_users(k: int) -> None:
     """Equal lengths, deadlines and channels: every c_k ties, order falls to k."""
-    inst = _uniform(_base(k), input_tokens=40, output_tokens=20, deadline_s=0.9, acceptance=0.7,
-                    uplink_spectral_efficiency=7.0, downlink_spectral_efficiency=9.0)
+    inst = _uniform(
+        _base(k),
+        input_tokens=40,
+        output_tokens=20,
+        deadline_s=0.9,
+        acceptance=0.7,
+        uplink_spectral_efficiency=7.0,
+        downlink_spectral_efficiency=9.0,
+    )
     assert_same(inst, (0.0, 0.5, 1.0), (0.0, 0.5, 1.0))
 
 
 def test_equal_lengths_distinct_deadlines() -> None:
     inst = _base(5)
-    inst = inst.replace(input_tokens=np.full(5, 30), output_tokens=np.array([10, 10, 20, 20, 10]),
-                        deadline_s=np.array([0.4, 0.6, 0.6, 0.9, 0.4]))
+    inst = inst.replace(
+        input_tokens=np.full(5, 30),
+        output_tokens=np.array([10, 10, 20, 20, 10]),
+        deadline_s=np.array([0.4, 0.6, 0.6, 0.9, 0.4]),
+    )
     assert_same(inst, (0.0, 0.4, 0.8, 1.0), (0.0, 0.5, 1.0))
 
 
@@ -183,13 +194,26 @@ def _ad_block(inst: Instance, z: float, L1: int) -> Block:
         return ad_time_budget(inst, t, tau, v)  # type: ignore[arg-type]
 
     cost, mem = ad_user_costs(inst, L1, lo, z)[pool], ad_user_memory(inst, L1, lo)[pool]
-    return Block(pool, lo[pool], inst.budget_s[pool], inst.upload_s[pool], cost, mem,
-                 fast._values(inst.budget_s), budget)
+    return Block(
+        pool,
+        lo[pool],
+        inst.budget_s[pool],
+        inst.upload_s[pool],
+        cost,
+        mem,
+        fast._values(inst.budget_s),
+        budget,
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(small_instances(), st.sampled_from([0.1, 0.5, 1.0]), st.sampled_from([0.3, 1.0]),
-       st.integers(0, 3), st.data())
+@given(
+    small_instances(),
+    st.sampled_from([0.1, 0.5, 1.0]),
+    st.sampled_from([0.3, 1.0]),
+    st.integers(0, 3),
+    st.data(),
+)
 def test_block_search_and_bounds(
     inst: Instance, z: float, lam: float, floor: int, data: st.DataObject
 ) -> None:

@@ -136,8 +136,9 @@ def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
     return np.asarray(fn(inst, L1s[:, None], lo[None, :]))
 
 
-def _search(blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray,
-            stats: _Counters) -> Hit | None:
+def _search(
+    blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray, stats: _Counters
+) -> Hit | None:
     if not strict:
         stats.add("literal_blocks")
         return literal_search(blk, q, floor, v_vals, tau_vals)
@@ -208,8 +209,9 @@ class _SdSearch:
         lo_cost = _sd_costs(inst, L3s, l4_lo, self.key, self.z)
         hi = (hi_cost, _sd_memory(inst, L3s, l4_hi, self.key), True)
         lo = (lo_cost, _sd_memory(inst, L3s, l4_lo, self.key), False)
-        [(_, top_lb), (root_ub, _)] = batch_bounds(self.key, self.tp, self.up, inpool, [hi, lo], self.budget,
-                                                   qs, floor)
+        [(_, top_lb), (root_ub, _)] = batch_bounds(
+            self.key, self.tp, self.up, inpool, [hi, lo], self.budget, qs, floor
+        )
         # a root bounds its leaves when every leaf's order is the key order (see _node)
         _, kstart = np.unique(self.key, return_index=True)
         bounded = np.all(lo_cost[:, kstart[1:]] > hi_cost[:, kstart[:-1]], axis=1)
@@ -227,8 +229,9 @@ class _SdSearch:
                 best, floor = hit, hit.served
         return best
 
-    def _node(self, L3: float, pool: BoolArray, l4: FloatArray, lo: int, hi: int, floor: int,
-              root: bool = False) -> Hit | None:
+    def _node(
+        self, L3: float, pool: BoolArray, l4: FloatArray, lo: int, hi: int, floor: int, root: bool = False
+    ) -> Hit | None:
         la = self.inst.accepted_drafts[self.order]
         sub = pool & (la <= l4[hi])
         if sub.sum() <= floor:
