@@ -8,6 +8,7 @@ bounds and the evaluator check); only the translation to the backend differs.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from functools import cache
 from typing import Any, ClassVar
 
@@ -31,33 +32,29 @@ def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
         )
 
 
-class HighsMilpSolver(Solver):
-    """P1 solved exactly by HiGHS through Pyomo's solver interface."""
+class _MilpSolver(Solver):
+    """The shared z search over one backend; subclasses name the backend and its modules."""
 
-    name = "milp-highs"
-    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "retry"}
-    _modules = ("pyomo", "highspy")
-    _pip = "pyomo highspy"
+    _modules: ClassVar[tuple[str, ...]]
+    _pip: ClassVar[str]
 
     @classmethod
     def is_available(cls) -> bool:
         return not _missing(*cls._modules)
 
+    def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
+        """``backend(formulation, time_limit, start, strict) -> BackendResult``."""
+        raise NotImplementedError
+
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         _require(self.name, self._modules, self._pip)
-        from balance_opt.solvers.milp.pyomo_backend import solve_highs
         from balance_opt.solvers.milp.search import search
-
-        threads = int(self.options["threads"])
-
-        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
-            return solve_highs(f, time_limit=limit, threads=threads, seed=seed, start=start)
 
         return search(
             instance,
-            backend,
+            self._backend(seed),
             time_limit=time_limit,
             hint=hint,
             warm_start=bool(self.options["warm_start"]),
@@ -65,7 +62,26 @@ class HighsMilpSolver(Solver):
         )
 
 
-class CpSatMilpSolver(Solver):
+class HighsMilpSolver(_MilpSolver):
+    """P1 solved exactly by HiGHS through Pyomo's solver interface."""
+
+    name = "milp-highs"
+    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "retry"}
+    _modules = ("pyomo", "highspy")
+    _pip = "pyomo highspy"
+
+    def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
+        from balance_opt.solvers.milp.pyomo_backend import solve_highs
+
+        threads = int(self.options["threads"])
+
+        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
+            return solve_highs(f, time_limit=limit, threads=threads, seed=seed, start=start)
+
+        return backend
+
+
+class CpSatMilpSolver(_MilpSolver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
@@ -78,40 +94,24 @@ class CpSatMilpSolver(Solver):
     _modules = ("ortools",)
     _pip = "ortools"
 
-    @classmethod
-    def is_available(cls) -> bool:
-        return not _missing(*cls._modules)
-
-    def _solve(
-        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
-    ) -> SolverOutput:
-        _require(self.name, self._modules, self._pip)
+    def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
-        from balance_opt.solvers.milp.search import search
 
         threads = int(self.options["threads"])
         indicators = str(self.options["indicators"])
 
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
-            rounding = "strict" if strict else "relaxed"
             return solve_cpsat(
                 f,
                 time_limit=limit,
                 threads=threads,
                 seed=seed,
                 start=start,
-                rounding=rounding,
+                rounding="strict" if strict else "relaxed",
                 indicators=indicators,
             )
 
-        return search(
-            instance,
-            backend,
-            time_limit=time_limit,
-            hint=hint,
-            warm_start=bool(self.options["warm_start"]),
-            mode_bounds=str(self.options["mode_bounds"]),
-        )
+        return backend
 
 
 __all__ = ["CpSatMilpSolver", "HighsMilpSolver"]
