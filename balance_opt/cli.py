@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from balance_opt import __version__
 from balance_opt.io import InputError
@@ -26,13 +27,21 @@ COMMAND_MODULES = (
     "balance_opt.commands.report",
     "balance_opt.commands.experiment",
     "balance_opt.commands.regress",
-    "balance_opt.commands.bench",
     "balance_opt.commands.demo",
 )
 
 
 class UsageError(Exception):
     """A command-line mistake found after parsing (exit status 2)."""
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Usage mistakes print one line (no usage block) and exit with status 2."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(2, f"{parser.prog}: error: {message} (see --help)\n")
+
+    parser.error = error  # type: ignore[method-assign]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,13 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
+    for p in (parser, *sub.choices.values()):
+        one_line_errors(p)
     return parser
 
 

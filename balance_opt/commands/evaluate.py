@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from balance_opt.commands.generate import one_line_errors
-
 if TYPE_CHECKING:
     from balance_opt.evaluate import Evaluation, Schedule
     from balance_opt.instance import Instance
@@ -28,7 +26,6 @@ def register(sub: Any) -> None:
         description="Evaluate a schedule of INSTANCE: from a SOLUTION file, from --z and --assign, "
         "or, with --compare-modes, all users in AD at z=1 against all users in SD at z=0.",
     )
-    one_line_errors(p)
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
     p.add_argument("solution", type=Path, nargs="?", metavar="SOLUTION", help="solution file")
     p.add_argument("--z", type=float, help="compute fraction of AD (instead of a solution file)")

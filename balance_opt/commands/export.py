@@ -12,8 +12,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from balance_opt.commands.generate import one_line_errors
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -22,7 +20,6 @@ def register(sub: Any) -> None:
         description="Write the MILP of problem P1 at compute fraction Z (one of the instance's "
         "z_grid values) in LP or MPS format, for any MILP solver.",
     )
-    one_line_errors(p)
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
     p.add_argument("--z", type=float, required=True, help="compute fraction of AD, from the z_grid")
     p.add_argument("--format", choices=("lp", "mps"), default="lp", help="file format (default: lp)")

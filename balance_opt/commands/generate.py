@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
 
@@ -31,15 +31,6 @@ def _range(kind: type) -> Any:
         return values[0], values[-1]
 
     return parse
-
-
-def one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """Usage mistakes print one line (no usage block) and exit with status 2."""
-
-    def error(message: str) -> NoReturn:
-        parser.exit(2, f"{parser.prog}: error: {message} (see --help)\n")
-
-    parser.error = error  # type: ignore[method-assign]
 
 
 def step_grid(step: float) -> tuple[float, ...]:
@@ -101,7 +92,6 @@ def register(sub: Any) -> None:
         "the same command writes byte-identical files. --count N writes seeds seed..seed+N-1 "
         "as <preset>-K<K>-s<seed>.json.",
     )
-    one_line_errors(p)
     p.add_argument("--preset", choices=list(PRESETS), default="fig4", help="parameter set (default fig4)")
     p.add_argument("--users", "-K", type=int, help="number of users K (fig4/fig5: 30, fig1: 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first instance (default 0)")

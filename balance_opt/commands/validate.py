@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from balance_opt.commands.generate import one_line_errors
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,7 +16,6 @@ def register(sub: Any) -> None:
         "gets one line on standard error naming the file, the JSON path and the rule; the exit "
         "status is then 2.",
     )
-    one_line_errors(p)
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="instance or solution files")
     p.add_argument(
         "--instance",
