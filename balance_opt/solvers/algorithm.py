@@ -16,8 +16,9 @@ agreement possible they share the float expressions below:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from balance_opt.evaluate import Schedule
@@ -40,6 +41,12 @@ class BalanceOutcome:
 
     def schedule(self, inst: Instance) -> Schedule:
         return Schedule.from_sets(inst.num_users, self.z, self.ad, self.sd)
+
+
+def check_grid(name: str, grid: Sequence[float]) -> None:
+    """A grid Algorithm 3 can walk: non-empty and strictly increasing."""
+    if not grid or any(b <= a for a, b in pairwise(grid)):
+        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence, got {list(grid)}")
 
 
 def memory_split(inst: Instance, z: float, lam: float) -> tuple[float, float]:

@@ -18,7 +18,6 @@ only skips work that cannot change that answer (docs/algorithms.md, "The fast im
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,13 @@ from balance_opt.solvers._fast_block import (
     search,
     step_value,
 )
-from balance_opt.solvers.algorithm import BalanceOutcome, ad_time_budget, memory_split, sd_time_budget
+from balance_opt.solvers.algorithm import (
+    BalanceOutcome,
+    ad_time_budget,
+    check_grid,
+    memory_split,
+    sd_time_budget,
+)
 
 
 def _values(x: Any) -> FloatArray:
@@ -268,15 +273,10 @@ class _SdSearch:
 # --- Algorithm 3 ---------------------------------------------------------------------
 
 
-def _check_grid(name: str, grid: Sequence[float]) -> None:
-    if not grid or any(b <= a for a, b in pairwise(grid)):
-        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence, got {list(grid)}")
-
-
 def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float]) -> BalanceOutcome:
     """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast."""
-    _check_grid("z_grid", z_grid)
-    _check_grid("lam_grid", lam_grid)
+    check_grid("z_grid", z_grid)
+    check_grid("lam_grid", lam_grid)
     stats = _Counters()
     K = inst.num_users
     best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())

@@ -14,11 +14,16 @@ is ``(Z[0], Lambda[0])`` with empty sets.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
 
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
-from balance_opt.solvers.algorithm import BalanceOutcome, ad_time_budget, memory_split, sd_time_budget
+from balance_opt.solvers.algorithm import (
+    BalanceOutcome,
+    ad_time_budget,
+    check_grid,
+    memory_split,
+    sd_time_budget,
+)
 
 
 def tuple_values(values: Iterable[float]) -> list[float]:
@@ -125,15 +130,10 @@ def algorithm2(inst: Instance, z: float, lam: float, excluded: Iterable[int]) ->
     return best, examined
 
 
-def _check_grid(name: str, grid: Sequence[float]) -> None:
-    if not grid or any(b <= a for a, b in pairwise(grid)):
-        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence, got {list(grid)}")
-
-
 def balance_literal(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float]) -> BalanceOutcome:
     """Algorithm 3: z ascending (outer), lambda ascending (inner), strict improvement."""
-    _check_grid("z_grid", z_grid)
-    _check_grid("lam_grid", lam_grid)
+    check_grid("z_grid", z_grid)
+    check_grid("lam_grid", lam_grid)
     best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
     ad_tuples = sd_tuples = 0
     for z in z_grid:
