@@ -33,7 +33,7 @@ def run(
         return {"status": "error", "runtime_s": time.perf_counter() - start, "error": str(exc)}
     if detail:
         for z, info in res.stats.get("z_models", {}).items():
-            keep = ("bound", "runtime_s", "skipped", "mode_caps", "nodes", "branches")
+            keep = ("bound", "runtime_s", "skipped", "cutoffs", "combinatorial", "nodes", "branches")
             shown = {k: round(v, 2) if isinstance(v, float) else v for k, v in info.items() if k in keep}
             print(f"  {preset} K={users} seed={seed} {backend} z={z}: {shown}")
     return {

@@ -66,7 +66,7 @@ class HighsMilpSolver(_MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "retry"}
+    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "never"}
     _modules = ("pyomo", "highspy")
     _pip = "pyomo highspy"
 

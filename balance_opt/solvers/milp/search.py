@@ -1,12 +1,16 @@
 """The search over the z grid shared by both backends: one exact model per z.
 
-Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. The grid
-is visited incumbent's z first, then by decreasing count bound (users eligible at z);
-every later model asks for ``served >= incumbent + 1``, so a z that cannot beat the
-incumbent ends as a quick infeasibility proof, and a z whose count bound is not above
-the incumbent is skipped. The instance bound is the max over z of the per-z bounds.
-Every schedule a backend returns is judged by the evaluator; a rejected one (float
-tolerances, integer rounding) is cut off by a no-good row and the model re-solved.
+Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. Before any
+model is solved, each z gets a combinatorial bound (:mod:`.ranks`: the deadline-pair
+bound over exact single-mode optima), and a z whose bound does not beat the incumbent is
+skipped. The grid is visited incumbent's z first, then by decreasing bound; a model asks
+for ``served >= incumbent + 1``, so a z that cannot beat the incumbent ends as an
+infeasibility proof. Under a time limit the z models left open by a quick first sweep
+are asked for ``incumbent + 2`` first (a gap of at most one user is proved far sooner
+than none), then closed with the time that is left. The instance bound is the max over
+z of the per-z bounds. Every schedule a backend returns is judged by the evaluator; a
+rejected one (float tolerances, integer rounding) is cut off by a no-good row and the
+model re-solved.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
+from balance_opt.solvers.milp.ranks import Ranks, deadline_pair_bound, memory_split_bound
 from balance_opt.solvers.milp.values import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
@@ -32,8 +37,11 @@ Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool]
 BOUND_EPS = 1e-6  # integer bound = floor(bound + eps): the objective is a count
 MAX_REPAIRS = 5  # re-solves of one z after evaluator rejections
 TIME_RESERVE = 0.05  # share of the limit kept for model building and evaluation
-# When to solve each mode alone first (its optimum caps the mode's count in the joint
-# model): always, only when re-solving a z that ran out of time, or never.
+PAIR_BOUND_SHARE = 0.15  # at most this share of the limit goes to the combinatorial bounds
+QUICK_SHARE = 0.1  # first sweep: this share of an even split of the time per z
+# When to add each mode's optimum alone (a rank, see .ranks) as a row capping that
+# mode's count: in every solve, only after the first sweep, or never. The caps bound
+# every z either way.
 MODE_BOUNDS = ("always", "retry", "never")
 
 
@@ -50,6 +58,7 @@ class _ZState:
     form: Formulation
     bound: int  # proved upper bound on this z's optimum
     done: bool = False  # bound proved final (solved, infeasible or skipped)
+    caps: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -70,7 +79,9 @@ def with_rows(
     """``f`` plus ``served >= cutoff``, per-mode caps and a no-good row per rejected schedule."""
     g = replace(f, rows=list(f.rows))
     for mode, cap in (caps or {}).items():
-        g.add_row(f"cap_{mode}", dict.fromkeys(f.x if mode == "ad" else f.y, 1.0), float(cap), COUNT)
+        members = f.x if mode == "ad" else f.y
+        if members and cap < len(members):
+            g.add_row(f"cap_{mode}", dict.fromkeys(members, 1.0), float(cap), COUNT)
     if cutoff > 0:
         g.add_row("cutoff", {i: -1.0 for i in f.objective}, -float(cutoff), COUNT)
     for n, bad in enumerate(no_goods):
@@ -93,31 +104,42 @@ def search(
     mode_bounds: str = "retry",
 ) -> SolverOutput:
     """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
+    if mode_bounds not in MODE_BOUNDS:
+        raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, warm_start)
     states = {z: _ZState(build(inst, z), 0) for z in inst.server.z_grid}
+    pair_share = None if time_limit is None else time_limit * PAIR_BOUND_SHARE / len(states)
     for st in states.values():
-        st.bound = st.form.count_bound
+        _combinatorial_bound(inst, st, inc.served, pair_share)
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
-    if mode_bounds not in MODE_BOUNDS:
-        raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
-    for sweep in range(2):  # the second sweep re-solves z models stopped by their share
-        caps_now = mode_bounds == "always" or (mode_bounds == "retry" and sweep == 1)
+    # Sweeps (cutoff above the incumbent, share of the time): without a limit, one sweep
+    # solves every z. With one, a quick sweep closes the easy z models; then every z is
+    # asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
+    # closing it), and the last sweep closes what is left with all the time remaining.
+    sweeps = [(1, 1.0)] if deadline is None else [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
+    for n_sweep, (extra, fraction) in enumerate(sweeps):
+        caps_now = mode_bounds == "always" or (mode_bounds == "retry" and n_sweep > 0)
         pending = [z for z in order if not states[z].done]
+        if n_sweep > 0:  # the hardest z last: time the easier ones leave flows to it
+            pending.sort(key=lambda z: states[z].bound)
         for n, z in enumerate(pending):
             st = states[z]
             if st.bound <= inc.served:
                 st.done = True
                 st.stats.setdefault("skipped", True)
                 continue
+            if st.bound < inc.served + extra:
+                continue  # already proved within this sweep's target
             share = None
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 if left <= 0.0:
                     break
-                share = left / sum(1 for w in pending[n:] if states[w].bound > inc.served)
-            inc = _solve_z(inst, backend, st, inc, share, caps_now)
+                rest = sum(1 for w in pending[n:] if states[w].bound >= inc.served + extra)
+                share = fraction * left / rest
+            inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
         if deadline is None or all(st.done for st in states.values()):
             break
     bound = max([inc.served, *(st.bound for st in states.values())])
@@ -128,6 +150,28 @@ def search(
         "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
     }
     return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+
+
+def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: float | None) -> None:
+    """Lower ``st.bound`` by the deadline-pair and memory-split bounds; record the caps."""
+    f = st.form
+    st.bound = f.count_bound
+    if not f.objective:
+        return
+    t0 = time.perf_counter()
+    ranks = Ranks(inst, f.z)
+    pb = deadline_pair_bound(inst, f.z, f.ad_users, f.sd_users, time_limit, ranks)
+    st.caps = {mode: cap for mode, cap in pb.caps.items() if (f.x if mode == "ad" else f.y)}
+    st.bound = min(st.bound, pb.bound)
+    info: dict[str, Any] = {"pair_bound": pb.bound, "pairs": pb.pairs, "complete": pb.complete}
+    if f.x and f.y and st.bound > inc:
+        until = None if time_limit is None else t0 + time_limit
+        split = memory_split_bound(inst, f.z, ranks, pb.caps, f.ad_users, f.sd_users, st.bound, until)
+        info["memory_split_bound"] = split
+        if split is not None:
+            st.bound = min(st.bound, split)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    st.stats["combinatorial"] = info
 
 
 def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) -> _Incumbent:
@@ -147,38 +191,32 @@ def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) ->
 
 
 def _solve_z(
-    inst: Instance, backend: Backend, st: _ZState, inc: _Incumbent, share: float | None, mode_bounds: bool
+    inst: Instance,
+    backend: Backend,
+    st: _ZState,
+    inc: _Incumbent,
+    share: float | None,
+    use_caps: bool,
+    extra: int,
 ) -> _Incumbent:
-    """Solve one z model (after the single-mode bounds) and update its bound and the incumbent."""
+    """Solve one z model asking for ``incumbent + extra`` served; update bound and incumbent."""
     f = st.form
     z_start = time.perf_counter()
-    caps: dict[str, int] = {}
-    if mode_bounds and f.x and f.y:
-        # Each mode alone is a much easier model; the AD (SD) users of any P1 schedule
-        # are an AD-only (SD-only) schedule, so its optimum caps that mode's count.
-        for mode in ("ad", "sd"):
-            sub = build(inst, f.z, modes=(mode,), selectors=f.use_selectors)
-            limit = None if share is None else share / 4
-            found, bounds, _, _ = _solve_model(inst, backend, sub, 0, None, limit)
-            if found is not None and found.served > inc.served:
-                inc = found
-            caps[mode] = min([len(sub.objective), *bounds])
-        st.bound = min(st.bound, caps["ad"] + caps["sd"])
-        st.stats["mode_caps"] = dict(caps)
-        if st.bound <= inc.served:
-            st.done = True
-            st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
-            return inc
-    same_z = inc.schedule.z == f.z and inc.served > 0
-    cutoff = inc.served if same_z else inc.served + 1
+    same_z = inc.schedule.z == f.z and inc.served > 0 and extra == 1
+    # at the incumbent's z, served >= incumbent with the incumbent as a start proves the
+    # same as served >= incumbent + 1 and leaves the solver an incumbent to branch from
+    cutoff = inc.served if same_z else inc.served + extra
     start = solution_values(f, inc.schedule) if same_z else None
-    limit = None if share is None else share - (time.perf_counter() - z_start)
-    found, bounds, timed_out, stats = _solve_model(inst, backend, f, cutoff, start, limit, caps)
+    caps = st.caps if use_caps else None
+    found, bounds, timed_out, stats = _solve_model(inst, backend, f, cutoff, start, share, caps)
+    improved = found is not None and found.served > inc.served
     if found is not None and found.served > inc.served:
         inc = found
     st.bound = min([st.bound, *bounds])
-    st.done = not timed_out and bool(bounds)
+    # final when the model was solved through: its optimum (or "none >= cutoff") is known
+    st.done = not timed_out and bool(bounds) and (st.bound <= inc.served or improved or extra == 1)
     st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
+    st.stats.setdefault("cutoffs", []).append(cutoff)
     st.stats.update(stats)
     return inc
 

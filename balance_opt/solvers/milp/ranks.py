@@ -1,0 +1,220 @@
+"""Combinatorial upper bounds per z: single-mode optima of user subsets (ranks).
+
+A schedule's AD users alone form an AD-only schedule at the same z (every max and sum
+only shrinks when users leave, so any subset of a feasible set is feasible), and
+likewise for SD. For one mode, Algorithm 1 (AD) and Algorithm 2 (SD) with the whole free
+memory ``F(z)`` are exact (Propositions 4 and 5: with the max-length tuple fixed, every
+user's latency and memory contributions are ordered the same way, so the cheapest
+prefix is optimal). The *rank* of a user set U in a mode is that optimum over U.
+
+Ranks are computed on a *relaxed* copy of the instance (deadlines and memory scaled by
+``1 + 2e-9``, twice MODEL.md's tolerance): Algorithms 1 and 2 compare without
+tolerance, so on the relaxed copy every P1-feasible set stays feasible, and a rank is
+an upper bound whatever the floating-point order of the sums.
+
+:func:`deadline_pair_bound` bounds one z's optimum by splitting on the tightest deadline
+of each mode (``docs/milp.md``, "Deadline-pair bound").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from balance_opt.evaluate import REL_TOL
+from balance_opt.instance import Instance
+from balance_opt.solvers.fast import balance_fast
+
+RANK_SLACK = 2.0 * REL_TOL  # relative loosening of the copy the ranks are computed on
+MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates
+
+AD_MODE, SD_MODE = "ad", "sd"
+
+
+def relaxed_copy(inst: Instance) -> Instance:
+    """``inst`` with deadlines and memory scaled by ``1 + RANK_SLACK``."""
+    server = replace(inst.server, memory_bytes=inst.server.memory_bytes * (1.0 + RANK_SLACK))
+    return inst.replace(deadline_s=inst.deadline_s * (1.0 + RANK_SLACK), server=server)
+
+
+class Ranks:
+    """Exact single-mode optima of user subsets at one z, cached.
+
+    ``rank(mode, users)`` is the most users of ``users`` one mode can serve alone at z.
+    With ``limit`` (seconds, a latency budget excluding download), every user's own
+    limit ``T_k (1 + 1e-9) - down_k`` is replaced by ``limit``: the optimum over the
+    sets whose latency is at most ``limit``.
+    """
+
+    def __init__(self, inst: Instance, z: float) -> None:
+        self.inst = inst
+        self.z = float(z)
+        self._relaxed = relaxed_copy(inst)
+        self._cache: dict[tuple[str, frozenset[int], float | None, float | None], int] = {}
+        self.calls = 0
+
+    def rank(
+        self, mode: str, users: Iterable[int], limit: float | None = None, memory: float | None = None
+    ) -> int:
+        """The optimum; ``memory`` (bytes) replaces the free memory ``F(z)`` when given."""
+        key = (mode, frozenset(users), limit, memory)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        value = self._compute(mode, sorted(key[1]), limit, memory)
+        self._cache[key] = value
+        return value
+
+    def _compute(self, mode: str, users: list[int], limit: float | None, memory: float | None) -> int:
+        if not users or (mode == AD_MODE and self.z == 0.0) or (mode == SD_MODE and self.z == 1.0):
+            return 0
+        self.calls += 1
+        sub = self._relaxed.subset(users)
+        if limit is not None:
+            down = sub.download_s
+            sub = sub.replace(deadline_s=down + limit * (1.0 + RANK_SLACK) + RANK_SLACK * down)
+        if memory is not None:  # F(z) = Q - weights, so Q = weights + memory (relaxed)
+            weights = sub.server.memory_bytes - sub.free_memory(self.z)
+            server = replace(sub.server, memory_bytes=weights + memory * (1.0 + RANK_SLACK))
+            sub = sub.replace(server=server)
+        # lambda = 1 gives Algorithm 1 all of F(z), lambda = 0 gives Algorithm 2 all of it
+        out = balance_fast(sub, [self.z], [1.0 if mode == AD_MODE else 0.0])
+        return len(out.ad) + len(out.sd)
+
+
+@dataclass
+class PairBound:
+    """The deadline-pair bound of one z and how it was reached."""
+
+    bound: int
+    caps: dict[str, int]  # each mode's optimum alone at z
+    pairs: int = 0  # pairs (AD tightest limit, SD tightest limit) examined
+    complete: bool = True  # False when the time limit cut the refinement short
+    seconds: float = 0.0
+    argmax: tuple[float, float] | None = None
+    rank_calls: int = 0
+    detail: dict[str, object] = field(default_factory=dict)
+
+
+def deadline_pair_bound(
+    inst: Instance,
+    z: float,
+    ad_users: list[int],
+    sd_users: list[int],
+    time_limit: float | None = None,
+    ranks: Ranks | None = None,
+) -> PairBound:
+    """An upper bound on the most users any P1 schedule serves at z.
+
+    Split the schedules by the users a and s with the tightest latency limits
+    ``r = T (1 + 1e-9) - down`` in AD and in SD. Then the AD users lie in
+    ``PA = {k : r_k >= r_a}`` and finish within ``r_a``, the SD users in
+    ``PS = {k : r_k >= r_s}`` within ``r_s``. With ``I = PA & PS`` and the two exclusive
+    parts ``XA``, ``XS``:
+
+        served <= min( rank_AD(PA, r_a) + rank_SD(PS, r_s),  |PA | PS|,
+                       min(|I|, rank_AD(I, r_a) + rank_SD(I, r_s))
+                       + rank_AD(XA, r_a) + rank_SD(XS, r_s) )
+
+    (a user is served once; subsets of feasible sets are feasible). The bound is the max
+    over the pairs and over the schedules with one mode empty (the caps). Pairs are
+    visited by their cheap bound, descending, and the search stops when the cheap bound
+    cannot beat the best refined one; when ``time_limit`` runs out first, the cheap
+    bound of the first pair not refined is kept (still valid).
+    """
+    t0 = time.perf_counter()
+    ranks = Ranks(inst, z) if ranks is None else ranks
+    r = (inst.deadline_s * (1.0 + REL_TOL) - inst.download_s).tolist()
+    caps = {AD_MODE: ranks.rank(AD_MODE, ad_users), SD_MODE: ranks.rank(SD_MODE, sd_users)}
+    best = max(caps.values())
+    if not ad_users or not sd_users:
+        return PairBound(best, caps, seconds=time.perf_counter() - t0, rank_calls=ranks.calls)
+    a_levels = sorted({r[k] for k in ad_users})
+    s_levels = sorted({r[k] for k in sd_users})
+    pool_a = {t: frozenset(k for k in ad_users if r[k] >= t) for t in a_levels}
+    pool_s = {t: frozenset(k for k in sd_users if r[k] >= t) for t in s_levels}
+    top_a = {t: ranks.rank(AD_MODE, pool_a[t], t) for t in a_levels}
+    top_s = {t: ranks.rank(SD_MODE, pool_s[t], t) for t in s_levels}
+    cheap = [(min(top_a[a] + top_s[s], len(pool_a[a] | pool_s[s])), a, s) for a in a_levels for s in s_levels]
+    cheap.sort(key=lambda c: (-c[0], c[1], c[2]))
+    out = PairBound(best, caps)
+    for n, (b, a, s) in enumerate(cheap):
+        if b <= out.bound:
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            out.bound, out.complete = b, False
+            break
+        pa, ps = pool_a[a], pool_s[s]
+        both = pa & ps
+        shared = min(len(both), ranks.rank(AD_MODE, both, a) + ranks.rank(SD_MODE, both, s))
+        b = min(b, shared + ranks.rank(AD_MODE, pa - both, a) + ranks.rank(SD_MODE, ps - both, s))
+        out.pairs = n + 1
+        if b > out.bound:
+            out.bound, out.argmax = b, (a, s)
+    out.seconds = time.perf_counter() - t0
+    out.rank_calls = ranks.calls
+    return out
+
+
+def least_memory(
+    ranks: Ranks, mode: str, users: list[int], cap: int, free: float, until: float | None = None
+) -> list[float] | None:
+    """Lower estimates of the least KV memory (bytes) any ``n`` users need in one mode.
+
+    Entry ``n`` (``n = 0..cap``) is a value ``m`` with ``rank(mode, users, memory=m) < n``:
+    no n-user set of the mode fits in ``m`` bytes, so every feasible one needs more. Found
+    by galloping up from the previous entry, then bisection to ``MEMORY_STEP`` bytes.
+    None when ``until`` (a ``perf_counter`` time) passes first.
+    """
+    out = [0.0]
+    lo = 0.0
+    for n in range(1, cap + 1):
+        step = max(MEMORY_STEP, (lo - out[-2]) if len(out) > 1 else free / max(cap, 1))
+        hi = min(free, lo + step)
+        while hi < free and ranks.rank(mode, users, None, hi) < n:
+            lo, step = hi, 2.0 * step
+            hi = min(free, lo + step)
+        while hi - lo > MEMORY_STEP:
+            if until is not None and time.perf_counter() > until:
+                return None
+            mid = 0.5 * (lo + hi)
+            if ranks.rank(mode, users, None, mid) >= n:
+                hi = mid
+            else:
+                lo = mid
+        out.append(lo)
+    return out
+
+
+def memory_split_bound(
+    inst: Instance,
+    z: float,
+    ranks: Ranks,
+    caps: dict[str, int],
+    ad_users: list[int],
+    sd_users: list[int],
+    ceiling: int,
+    until: float | None = None,
+) -> int | None:
+    """``max {a + s : least_AD(a) + least_SD(s) <= F(z)}``, at most ``ceiling``.
+
+    The AD and SD users of a schedule share the free memory ``F(z)`` (21d), and each
+    mode's part alone is a feasible single-mode set, so it needs at least that mode's
+    least memory for its size. None when ``until`` passes first.
+    """
+    free = inst.free_memory(z) * (1.0 + RANK_SLACK) + RANK_SLACK * inst.server.memory_bytes
+    ma = least_memory(ranks, AD_MODE, ad_users, caps[AD_MODE], free, until)
+    if ma is None:
+        return None
+    ms = least_memory(ranks, SD_MODE, sd_users, caps[SD_MODE], free, until)
+    if ms is None:
+        return None
+    best = 0
+    j = len(ms) - 1
+    for i, m in enumerate(ma):  # ma and ms increase: a two-pointer sweep
+        while j > 0 and m + ms[j] > free:
+            j -= 1
+        if m + ms[j] <= free:
+            best = max(best, i + j)
+    return min(best, ceiling)
