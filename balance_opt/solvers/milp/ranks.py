@@ -157,6 +157,34 @@ def deadline_pair_bound(
     return out
 
 
+def _least(
+    ranks: Ranks,
+    mode: str,
+    users: list[int],
+    n: int,
+    lo: float,
+    step: float,
+    free: float,
+    until: float | None,
+) -> float | None:
+    """A value ``m >= lo`` with ``rank(memory=m) < n`` and ``rank(memory=m + MEMORY_STEP) >= n``
+    (up to the step), given ``rank(memory=lo) < n <= rank(memory=free)``; galloping from
+    ``lo`` with ``step``, then bisection. None when ``until`` (``perf_counter``) passes."""
+    hi = min(free, lo + step)
+    while hi < free and ranks.rank(mode, users, None, hi) < n:
+        lo, step = hi, 2.0 * step
+        hi = min(free, lo + step)
+    while hi - lo > MEMORY_STEP:
+        if until is not None and time.perf_counter() > until:
+            return None
+        mid = 0.5 * (lo + hi)
+        if ranks.rank(mode, users, None, mid) >= n:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
 def least_memory(
     ranks: Ranks, mode: str, users: list[int], cap: int, free: float, until: float | None = None
 ) -> list[float] | None:
@@ -165,26 +193,22 @@ def least_memory(
     Entry ``n`` (``n = 0..cap``) is a value ``m`` with ``rank(mode, users, memory=m) < n``:
     no n-user set of the mode fits in ``m`` bytes, so every feasible one needs more. Found
     by galloping up from the previous entry, then bisection to ``MEMORY_STEP`` bytes.
-    None when ``until`` (a ``perf_counter`` time) passes first.
+    ``free`` must be at least the memory of the cap's rank. None when ``until`` (a
+    ``perf_counter`` time) passes first.
     """
     out = [0.0]
-    lo = 0.0
     for n in range(1, cap + 1):
-        step = max(MEMORY_STEP, (lo - out[-2]) if len(out) > 1 else free / max(cap, 1))
-        hi = min(free, lo + step)
-        while hi < free and ranks.rank(mode, users, None, hi) < n:
-            lo, step = hi, 2.0 * step
-            hi = min(free, lo + step)
-        while hi - lo > MEMORY_STEP:
-            if until is not None and time.perf_counter() > until:
-                return None
-            mid = 0.5 * (lo + hi)
-            if ranks.rank(mode, users, None, mid) >= n:
-                hi = mid
-            else:
-                lo = mid
-        out.append(lo)
+        step = out[-1] - out[-2] if n > 1 else free / cap
+        m = _least(ranks, mode, users, n, out[-1], max(MEMORY_STEP, step), free, until)
+        if m is None:
+            return None
+        out.append(m)
     return out
+
+
+def split_free_memory(inst: Instance, z: float) -> float:
+    """``F(z)`` loosened past MODEL.md's tolerance: ``F (1 + 2e-9) + 2e-9 Q`` bytes."""
+    return inst.free_memory(z) * (1.0 + RANK_SLACK) + RANK_SLACK * inst.server.memory_bytes
 
 
 def memory_split_bound(
@@ -201,14 +225,22 @@ def memory_split_bound(
 
     The AD and SD users of a schedule share the free memory ``F(z)`` (21d), and each
     mode's part alone is a feasible single-mode set, so it needs at least that mode's
-    least memory for its size. None when ``until`` passes first.
+    least memory for its size. When even both caps fit together, the bound is their sum
+    (returned at once, after two bisections). None when ``until`` passes first.
     """
-    free = inst.free_memory(z) * (1.0 + RANK_SLACK) + RANK_SLACK * inst.server.memory_bytes
-    ma = least_memory(ranks, AD_MODE, ad_users, caps[AD_MODE], free, until)
-    if ma is None:
+    free = split_free_memory(inst, z)
+    cap_a, cap_s = caps[AD_MODE], caps[SD_MODE]
+    if cap_a == 0 or cap_s == 0:
+        return min(cap_a + cap_s, ceiling)
+    top_a = _least(ranks, AD_MODE, ad_users, cap_a, 0.0, free / 2, free, until)
+    top_s = _least(ranks, SD_MODE, sd_users, cap_s, 0.0, free / 2, free, until)
+    if top_a is None or top_s is None:
         return None
-    ms = least_memory(ranks, SD_MODE, sd_users, caps[SD_MODE], free, until)
-    if ms is None:
+    if top_a + top_s + 2 * MEMORY_STEP <= free:  # the caps fit side by side
+        return min(cap_a + cap_s, ceiling)
+    ma = least_memory(ranks, AD_MODE, ad_users, cap_a, free, until)
+    ms = least_memory(ranks, SD_MODE, sd_users, cap_s, free, until)
+    if ma is None or ms is None:
         return None
     best = 0
     j = len(ms) - 1

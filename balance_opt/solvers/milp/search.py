@@ -110,9 +110,10 @@ def search(
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, warm_start)
     states = {z: _ZState(build(inst, z), 0) for z in inst.server.z_grid}
-    pair_share = None if time_limit is None else time_limit * PAIR_BOUND_SHARE / len(states)
-    for st in states.values():
-        _combinatorial_bound(inst, st, inc.served, pair_share)
+    budget_end = None if time_limit is None else time.perf_counter() + time_limit * PAIR_BOUND_SHARE
+    for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
+        share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
+        _combinatorial_bound(inst, st, inc.served, share)
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
     # Sweeps (cutoff above the incumbent, share of the time): without a limit, one sweep
     # solves every z. With one, a quick sweep closes the easy z models; then every z is
