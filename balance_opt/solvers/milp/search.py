@@ -38,7 +38,8 @@ BOUND_EPS = 1e-6  # integer bound = floor(bound + eps): the objective is a count
 MAX_REPAIRS = 5  # re-solves of one z after evaluator rejections
 TIME_RESERVE = 0.05  # share of the limit kept for model building and evaluation
 PAIR_BOUND_SHARE = 0.15  # at most this share of the limit goes to the combinatorial bounds
-QUICK_SHARE = 0.1  # first sweep: this share of an even split of the time per z
+QUICK_SHARE = 0.1  # first sweep: this share of an even split of the time per z ...
+QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if smaller)
 # When to add each mode's optimum alone (a rank, see .ranks) as a row capping that
 # mode's count: in every solve, only after the first sweep, or never. The caps bound
 # every z either way.
@@ -139,7 +140,8 @@ def search(
                 if left <= 0.0:
                     break
                 rest = sum(1 for w in pending[n:] if states[w].bound >= inc.served + extra)
-                share = fraction * left / rest
+                even = left / rest
+                share = even if fraction >= 1.0 else max(fraction * even, min(even, QUICK_FLOOR))
             inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
         if deadline is None or all(st.done for st in states.values()):
             break
