@@ -258,6 +258,22 @@ def test_options_are_recorded() -> None:
     res = get_solver("milp-highs", threads=2).solve(inst, seed=7)
     assert res.options["threads"] == 2
     assert res.options["seed"] == 7
+    assert res.options["plan"] == "gap-first"
+
+
+@pytest.mark.parametrize("plan", ["gap-first", "plain"])
+def test_both_plans_prove_the_optimum_under_a_limit(plan: str) -> None:
+    inst = generate("fig5", 12, seed=4)
+    ref = get_solver("exhaustive").solve(inst)
+    res = get_solver("milp-highs", plan=plan).solve(inst, time_limit=60)
+    assert res.status == "optimal"
+    assert res.served == ref.served == res.bound
+    assert res.options["plan"] == plan
+
+
+def test_unknown_plan_is_an_error() -> None:
+    with pytest.raises(ValueError, match="plan must be one of"):
+        get_solver("milp-highs", plan="fastest").solve(generate("fig4", 4, seed=0), time_limit=5)
 
 
 @pytest.mark.parametrize("fmt", ["lp", "mps"])

@@ -59,6 +59,7 @@ class _MilpSolver(Solver):
             hint=hint,
             warm_start=bool(self.options["warm_start"]),
             mode_bounds=str(self.options["mode_bounds"]),
+            plan=str(self.options["plan"]),
         )
 
 
@@ -66,7 +67,12 @@ class HighsMilpSolver(_MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_defaults: ClassVar[dict[str, Any]] = {"threads": 1, "warm_start": True, "mode_bounds": "never"}
+    option_defaults: ClassVar[dict[str, Any]] = {
+        "threads": 1,
+        "warm_start": True,
+        "mode_bounds": "never",
+        "plan": "gap-first",
+    }
     _modules = ("pyomo", "highspy")
     _pip = "pyomo highspy"
 
@@ -90,6 +96,7 @@ class CpSatMilpSolver(_MilpSolver):
         "warm_start": True,
         "indicators": "enforce",
         "mode_bounds": "always",
+        "plan": "plain",
     }
     _modules = ("ortools",)
     _pip = "ortools"

@@ -44,6 +44,9 @@ QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if s
 # mode's count: in every solve, only after the first sweep, or never. The caps bound
 # every z either way.
 MODE_BOUNDS = ("always", "retry", "never")
+# Sweeps under a time limit: "gap-first" (quick, then incumbent + 2, then incumbent + 1)
+# or "plain" (an even split, then the leftover); see search().
+PLANS = ("gap-first", "plain")
 
 
 @dataclass
@@ -103,10 +106,13 @@ def search(
     hint: Schedule | None,
     warm_start: bool,
     mode_bounds: str = "retry",
+    plan: str = "gap-first",
 ) -> SolverOutput:
     """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
     if mode_bounds not in MODE_BOUNDS:
         raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {PLANS}, got {plan!r}")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, warm_start)
@@ -120,11 +126,16 @@ def search(
     # solves every z. With one, a quick sweep closes the easy z models; then every z is
     # asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
     # closing it), and the last sweep closes what is left with all the time remaining.
-    sweeps = [(1, 1.0)] if deadline is None else [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
+    if deadline is None:
+        sweeps = [(1, 1.0)]
+    elif plan == "gap-first":
+        sweeps = [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
+    else:  # "plain": an even split, then the z models stopped by it with what is left
+        sweeps = [(1, 1.0), (1, 1.0)]
     for n_sweep, (extra, fraction) in enumerate(sweeps):
         caps_now = mode_bounds == "always" or (mode_bounds == "retry" and n_sweep > 0)
         pending = [z for z in order if not states[z].done]
-        if n_sweep > 0:  # the hardest z last: time the easier ones leave flows to it
+        if n_sweep > 0 and plan == "gap-first":  # the hardest z last: it gets what is left
             pending.sort(key=lambda z: states[z].bound)
         for n, z in enumerate(pending):
             st = states[z]
