@@ -27,6 +27,7 @@ from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
 from balance_opt.solvers.milp.formulation import (
     BYTES_PER_MB,
     US_PER_S,
+    BackendResult,
     Formulation,
     build,
     sd_l4_coefficients,
@@ -339,3 +340,31 @@ def test_cpsat_regression_large_coefficients() -> None:
     for name in ("milp-highs", "milp-cpsat"):
         res = get_solver(name, threads=1).solve(inst)
         assert (res.status, res.served, res.bound) == ("optimal", 7, 7), name
+
+
+def test_highs_unknown_status_is_retried_then_unproved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from balance_opt.solvers.milp import pyomo_backend
+
+    f = build(generate("fig4", 5, seed=1), 0.5)
+    real = pyomo_backend._solve_highs_once
+    seeds: list[int] = []
+
+    def flaky(form: Formulation, **kw: object) -> BackendResult:
+        seeds.append(int(kw["seed"]))  # type: ignore[call-overload]
+        if len(seeds) == 1:
+            raise pyomo_backend._UnknownStop(None)
+        return real(form, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pyomo_backend, "_solve_highs_once", flaky)
+    res = pyomo_backend.solve_highs(f, time_limit=None, threads=1, seed=3)
+    assert seeds == [3, 4]
+    assert res.exact
+    assert res.status == "optimal"
+
+    def always_unknown(form: Formulation, **kw: object) -> BackendResult:
+        raise pyomo_backend._UnknownStop(None)
+
+    monkeypatch.setattr(pyomo_backend, "_solve_highs_once", always_unknown)
+    res = pyomo_backend.solve_highs(f, time_limit=None, threads=1, seed=3)
+    assert not res.exact
+    assert res.bound is None

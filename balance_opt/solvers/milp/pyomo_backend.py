@@ -85,7 +85,36 @@ def solve_highs(
     seed: int,
     start: NDArray[np.float64] | None = None,
 ) -> BackendResult:
-    """Solve ``f`` with HiGHS via Pyomo; ``start`` is an optional warm-start vector."""
+    """Solve ``f`` with HiGHS via Pyomo; ``start`` is an optional warm-start vector.
+
+    HiGHS can end a MIP with status "unknown" (seen once in a parallel test run); the
+    solve is then repeated once from scratch with another random seed, and a second
+    "unknown" is returned as an unproved stop (no bound, ``exact=False``).
+    """
+    try:
+        return _solve_highs_once(f, time_limit=time_limit, threads=threads, seed=seed, start=start)
+    except _UnknownStop:
+        pass
+    try:
+        return _solve_highs_once(f, time_limit=time_limit, threads=threads, seed=seed + 1, start=start)
+    except _UnknownStop as stop:
+        return BackendResult("time_limit", stop.values, None, {"highs_unknown": True}, exact=False)
+
+
+class _UnknownStop(RuntimeError):
+    def __init__(self, values: NDArray[np.float64] | None) -> None:
+        super().__init__("HiGHS stopped with an unknown status")
+        self.values = values
+
+
+def _solve_highs_once(
+    f: Formulation,
+    *,
+    time_limit: float | None,
+    threads: int,
+    seed: int,
+    start: NDArray[np.float64] | None,
+) -> BackendResult:
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
@@ -118,6 +147,8 @@ def solve_highs(
         status = "infeasible"
     elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
         status = "time_limit"
+    elif tc == TerminationCondition.unknown:
+        raise _UnknownStop(values)
     else:
         raise RuntimeError(f"HiGHS stopped with {tc} on the z={f.z:g} model")
     bound = res.objective_bound
