@@ -94,11 +94,36 @@ def solve_highs(
     try:
         return _solve_highs_once(f, time_limit=time_limit, threads=threads, seed=seed, start=start)
     except _UnknownStop:
-        pass
+        # a scheduler started elsewhere in the process (another thread count, e.g. by
+        # a direct highspy user) makes HiGHS fail this way: restart it, then retry
+        _scheduler_threads.clear()
+        _reset_scheduler()
     try:
         return _solve_highs_once(f, time_limit=time_limit, threads=threads, seed=seed + 1, start=start)
     except _UnknownStop as stop:
         return BackendResult("time_limit", stop.values, None, {"highs_unknown": True}, exact=False)
+
+
+_scheduler_threads: list[int] = []  # thread count HiGHS's global scheduler was started with
+
+
+def _match_scheduler(threads: int) -> None:
+    """Restart HiGHS's process-wide thread scheduler when the thread count changes.
+
+    The scheduler is started once per process; a later solve asking for another count
+    fails inside HiGHS, which Pyomo reports as status "unknown".
+    """
+    if _scheduler_threads and _scheduler_threads[-1] != threads:
+        _reset_scheduler()
+    _scheduler_threads[:] = [threads]
+
+
+def _reset_scheduler() -> None:
+    import highspy
+
+    reset = getattr(highspy.Highs, "resetGlobalScheduler", None)
+    if reset is not None:
+        reset(True)
 
 
 class _UnknownStop(RuntimeError):
@@ -118,6 +143,7 @@ def _solve_highs_once(
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
+    _match_scheduler(threads)
     m = to_pyomo(f)
     opt = SolverFactory("highs")
     options = {**HIGHS_OPTIONS, "random_seed": int(seed)}
