@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import Instance
@@ -94,7 +94,6 @@ class PairBound:
     seconds: float = 0.0
     argmax: tuple[float, float] | None = None
     rank_calls: int = 0
-    detail: dict[str, object] = field(default_factory=dict)
 
 
 def deadline_pair_bound(

@@ -224,7 +224,8 @@ def _solve_z(
     caps = st.caps if use_caps else None
     found, bounds, timed_out, stats = _solve_model(inst, backend, f, cutoff, start, share, caps)
     improved = found is not None and found.served > inc.served
-    if found is not None and found.served > inc.served:
+    if improved:
+        assert found is not None
         inc = found
     st.bound = min([st.bound, *bounds])
     # final when the model was solved through: its optimum (or "none >= cutoff") is known
