@@ -241,6 +241,19 @@ def test_time_limit_gives_schedule_and_bound(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
+    # fig5 K = 70: the bounds of one z alone take about a second without a limit, so
+    # they must stop at their share (15% of the limit) for the limit to hold
+    inst = generate("fig5", 70, seed=2)
+    res = get_solver(name).solve(inst, time_limit=3.0)
+    assert res.status in ("time_limit", "optimal"), res.error  # CP-SAT may prove 26 in time
+    assert res.feasible
+    assert res.runtime_s < 3.0 * 1.1
+    assert res.bound is not None
+    assert res.bound >= res.served
+
+
+@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
 def test_hint_is_used_and_kept(name: str) -> None:
     inst = generate("fig4", 8, seed=5)
     best = get_solver(name, warm_start=False).solve(inst)

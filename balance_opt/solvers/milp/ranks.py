@@ -13,7 +13,8 @@ tolerance, so on the relaxed copy every P1-feasible set stays feasible, and a ra
 an upper bound whatever the floating-point order of the sums.
 
 :func:`deadline_pair_bound` bounds one z's optimum by splitting on the tightest deadline
-of each mode (``docs/milp.md``, "Deadline-pair bound").
+of each mode, :func:`shared_memory_bound` and :func:`memory_split_bound` by the memory
+both modes share (``docs/milp.md``, "Combinatorial bounds per z").
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from balance_opt.evaluate import REL_TOL
-from balance_opt.instance import Instance
+from balance_opt.instance import FloatArray, Instance
+from balance_opt.model import ad_user_memory, sd_user_memory
 from balance_opt.solvers.fast import balance_fast
 
 RANK_SLACK = 2.0 * REL_TOL  # relative loosening of the copy the ranks are computed on
@@ -120,7 +124,8 @@ def deadline_pair_bound(
     over the pairs and over the schedules with one mode empty (the caps). Pairs are
     visited by their cheap bound, descending, and the search stops when the cheap bound
     cannot beat the best refined one; when ``time_limit`` runs out first, the cheap
-    bound of the first pair not refined is kept (still valid).
+    bound of the first pair not refined is kept (still valid), or the sum of the caps
+    when it runs out before the pairs' cheap bounds are known.
     """
     t0 = time.perf_counter()
     ranks = Ranks(inst, z) if ranks is None else ranks
@@ -133,8 +138,15 @@ def deadline_pair_bound(
     s_levels = sorted({r[k] for k in sd_users})
     pool_a = {t: frozenset(k for k in ad_users if r[k] >= t) for t in a_levels}
     pool_s = {t: frozenset(k for k in sd_users if r[k] >= t) for t in s_levels}
-    top_a = {t: ranks.rank(AD_MODE, pool_a[t], t) for t in a_levels}
-    top_s = {t: ranks.rank(SD_MODE, pool_s[t], t) for t in s_levels}
+    top_a: dict[float, int] = {}
+    top_s: dict[float, int] = {}
+    for mode, pools, tops in ((AD_MODE, pool_a, top_a), (SD_MODE, pool_s, top_s)):
+        for t, pool in pools.items():
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                loose = min(caps[AD_MODE] + caps[SD_MODE], len(set(ad_users) | set(sd_users)))
+                seconds = time.perf_counter() - t0
+                return PairBound(loose, caps, complete=False, seconds=seconds, rank_calls=ranks.calls)
+            tops[t] = ranks.rank(mode, pool, t)
     cheap = [(min(top_a[a] + top_s[s], len(pool_a[a] | pool_s[s])), a, s) for a in a_levels for s in s_levels]
     cheap.sort(key=lambda c: (-c[0], c[1], c[2]))
     out = PairBound(best, caps)
@@ -171,6 +183,8 @@ def _least(
     ``lo`` with ``step``, then bisection. None when ``until`` (``perf_counter``) passes."""
     hi = min(free, lo + step)
     while hi < free and ranks.rank(mode, users, None, hi) < n:
+        if until is not None and time.perf_counter() > until:
+            return None
         lo, step = hi, 2.0 * step
         hi = min(free, lo + step)
     while hi - lo > MEMORY_STEP:
@@ -248,4 +262,99 @@ def memory_split_bound(
             j -= 1
         if m + ms[j] <= free:
             best = max(best, i + j)
+    return min(best, ceiling)
+
+
+def _best_disjoint_split(
+    cost_a: FloatArray, cost_s: FloatArray, free: float, cap_a: int, cap_s: int, floor: int = -1
+) -> int:
+    """``max a + s``: a users at ``cost_a`` and s others at ``cost_s`` within ``free``.
+
+    ``inf`` marks a user the mode cannot take; ``a <= cap_a``, ``s <= cap_s``. With the
+    users sorted by ``cost_a - cost_s``, some cheapest pair of sets has every AD user
+    before every SD user (swapping an AD user i and an SD user j with
+    ``d_i > d_j`` saves ``d_i - d_j``), so the splits of the sorted list cover it.
+    When a quick upper value (each mode's cheapest users, shared or not) is at most
+    ``floor``, that value is returned instead (the caller needs no more).
+    """
+    if free < 0.0:
+        return 0
+    some = np.isfinite(cost_a) | np.isfinite(cost_s)  # inf - inf would be nan
+    cost_a, cost_s = cost_a[some], cost_s[some]
+    order = np.argsort(cost_a - cost_s, kind="stable")
+    cost_a, cost_s = cost_a[order], cost_s[order]
+    # without the disjointness the cheapest a + s users of each mode: a quick upper value
+    pa = np.concatenate(([0.0], np.cumsum(np.sort(cost_a)[:cap_a])))
+    ps = np.concatenate(([0.0], np.cumsum(np.sort(cost_s)[:cap_s])))
+    fits = pa <= free  # inf entries never fit
+    loose = int((np.flatnonzero(fits) + np.searchsorted(ps, free - pa[fits], side="right") - 1).max())
+    if loose <= floor:
+        return loose
+    best = 0
+    for p in range(len(order) + 1):
+        head = np.sort(cost_a[:p])[:cap_a]
+        tail = np.sort(cost_s[p:])[:cap_s]
+        pa = np.concatenate(([0.0], np.cumsum(head[np.isfinite(head)])))
+        ps = np.concatenate(([0.0], np.cumsum(tail[np.isfinite(tail)])))
+        fits = pa <= free
+        if fits.any():
+            s_max = np.searchsorted(ps, free - pa[fits], side="right") - 1
+            best = max(best, int((np.flatnonzero(fits) + s_max).max()))
+    return best
+
+
+def shared_memory_bound(
+    inst: Instance,
+    z: float,
+    ranks: Ranks,
+    ad_users: list[int],
+    sd_users: list[int],
+    ceiling: int,
+    until: float | None = None,
+) -> int | None:
+    """An upper bound at z from the memory both modes share, counting each user once.
+
+    Split the schedules by the padded inputs ``L1 = v`` (AD) and ``L3 = w`` (SD). Then
+    the AD users lie in ``{LI <= v}`` and each holds exactly ``(v + LO_k) kv^L`` (15);
+    the SD users lie in ``{LI <= w}`` and each holds at least its memory (16) at
+    ``L3 = w``, ``L4 = LA_k`` (``L4 >= LA_k``, and memory grows with L4). The two sets
+    are disjoint, fit together in ``F(z)`` (21d), and are at most the modes' ranks of
+    their pools. So the z optimum is at most the max over (v, w) of the most users two
+    disjoint sets with these fixed costs can hold (:func:`_best_disjoint_split`), and
+    at most each mode's cap (the other mode empty). Pairs are visited by the sum of
+    their pool ranks, descending; at most ``ceiling``; None when ``until`` passes first.
+    """
+    free = split_free_memory(inst, z)
+    li = inst.input_tokens.astype(np.float64)
+    lo = inst.output_tokens
+    la = inst.accepted_drafts
+    n_it = inst.sd_iterations
+    kv_sum = inst.slm_kv_bytes_per_token + inst.llm_kv_bytes_per_token
+    a_levels = sorted({float(li[k]) for k in ad_users})
+    s_levels = sorted({float(li[k]) for k in sd_users})
+    pool_a = {v: [k for k in ad_users if li[k] <= v] for v in a_levels}
+    pool_s = {w: [k for k in sd_users if li[k] <= w] for w in s_levels}
+    cap_a: dict[float, int] = {}
+    cap_s: dict[float, int] = {}
+    for mode, pools, caps in ((AD_MODE, pool_a, cap_a), (SD_MODE, pool_s, cap_s)):
+        for level, pool in pools.items():
+            if until is not None and time.perf_counter() > until:
+                return None
+            caps[level] = ranks.rank(mode, pool)
+    best = max([0, *cap_a.values(), *cap_s.values()])
+    pairs = sorted(((cap_a[v] + cap_s[w], v, w) for v in a_levels for w in s_levels), reverse=True)
+    steps = np.maximum(n_it - 1, 0).astype(np.float64)
+    for b, v, w in pairs:
+        if b <= best or best >= ceiling:
+            break
+        if until is not None and time.perf_counter() > until:
+            return None
+        members = sorted(set(pool_a[v]) | set(pool_s[w]))
+        cost_a = np.full(inst.num_users, np.inf)
+        cost_s = np.full(inst.num_users, np.inf)
+        cost_a[pool_a[v]] = ad_user_memory(inst, v, lo[pool_a[v]])
+        ks = pool_s[w]
+        cost_s[ks] = sd_user_memory(inst, w, 0.0, n_it[ks]) + kv_sum * steps[ks] * la[ks]
+        split = _best_disjoint_split(cost_a[members], cost_s[members], free, cap_a[v], cap_s[w], best)
+        best = max(best, split)
     return min(best, ceiling)

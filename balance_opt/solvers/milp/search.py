@@ -1,8 +1,8 @@
 """The search over the z grid shared by both backends: one exact model per z.
 
 Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. Before any
-model is solved, each z gets a combinatorial bound (:mod:`.ranks`: the deadline-pair
-bound over exact single-mode optima), and a z whose bound does not beat the incumbent is
+model is solved, each z gets a combinatorial bound (:mod:`.ranks`: deadline-pair and memory
+bounds over exact single-mode optima), and a z whose bound does not beat the incumbent is
 skipped. The grid is visited incumbent's z first, then by decreasing bound; a model asks
 for ``served >= incumbent + 1``, so a z that cannot beat the incumbent ends as an
 infeasibility proof. Under a time limit the z models left open by a quick first sweep
@@ -28,7 +28,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
-from balance_opt.solvers.milp.ranks import Ranks, deadline_pair_bound, memory_split_bound
+from balance_opt.solvers.milp.ranks import Ranks, deadline_pair_bound, memory_split_bound, shared_memory_bound
 from balance_opt.solvers.milp.values import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
@@ -167,7 +167,7 @@ def search(
 
 
 def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: float | None) -> None:
-    """Lower ``st.bound`` by the deadline-pair and memory-split bounds; record the caps."""
+    """Lower ``st.bound`` by the deadline-pair, shared-memory and memory-split bounds; record the caps."""
     f = st.form
     st.bound = f.count_bound
     if not f.objective:
@@ -178,8 +178,13 @@ def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: floa
     st.caps = {mode: cap for mode, cap in pb.caps.items() if (f.x if mode == "ad" else f.y)}
     st.bound = min(st.bound, pb.bound)
     info: dict[str, Any] = {"pair_bound": pb.bound, "pairs": pb.pairs, "complete": pb.complete}
-    if f.x and f.y and st.bound > inc:
-        until = None if time_limit is None else t0 + time_limit
+    until = None if time_limit is None else t0 + time_limit
+    if f.x and f.y and st.bound > inc:  # about a second at K = 70
+        shared = shared_memory_bound(inst, f.z, ranks, f.ad_users, f.sd_users, st.bound, until)
+        info["shared_memory_bound"] = shared
+        if shared is not None:
+            st.bound = min(st.bound, shared)
+    if f.x and f.y and st.bound > inc:  # several seconds at K = 70 when memory binds
         split = memory_split_bound(inst, f.z, ranks, pb.caps, f.ad_users, f.sd_users, st.bound, until)
         info["memory_split_bound"] = split
         if split is not None:
