@@ -381,3 +381,30 @@ def test_highs_unknown_status_is_retried_then_unproved(monkeypatch: pytest.Monke
     res = pyomo_backend.solve_highs(f, time_limit=None, threads=1, seed=3)
     assert not res.exact
     assert res.bound is None
+
+
+def test_cpsat_stopped_in_presolve_proves_nothing() -> None:
+    # fig5 K = 70, seed 2, z = 0.5, served >= 27: stopped within 10 ms, CP-SAT reports
+    # UNKNOWN with a best bound of 0; taken as a bound, that "proved" the z infeasible
+    from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
+    from balance_opt.solvers.milp.search import with_rows
+
+    f = build(generate("fig5", 70, seed=2), 0.5)
+    res = solve_cpsat(with_rows(f, 27, []), time_limit=0.01, threads=8, seed=0)
+    assert res.status == "time_limit"
+    assert res.bound is None or res.bound >= 27
+
+
+def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
+    # a backend that stops at once with a bound under the cutoff must not close any z
+    inst = generate("fig4", 12, seed=1)
+
+    def stopped(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
+        return BackendResult("time_limit", None, 0.0, {}, True)
+
+    from balance_opt.solvers.milp.search import search
+
+    out = search(inst, stopped, time_limit=5.0, hint=None, warm_start=False)
+    assert out.status == "time_limit"
+    assert out.bound is not None
+    assert out.bound >= get_solver("exhaustive").solve(inst).served

@@ -128,6 +128,9 @@ def solve_cpsat(
         raise RuntimeError(f"CP-SAT returned {solver.status_name(code)} on the z={f.z:g} model")
     bound = float(solver.best_objective_bound) if rounding == "relaxed" else None
     if code == cp_model.UNKNOWN:
+        # stopped before any bound was derived (e.g. in presolve), CP-SAT reports 0
+        if bound is not None and (solver.num_branches == 0 or not math.isfinite(bound)):
+            bound = None
         return BackendResult("time_limit", None, bound, stats, exact)
     values = np.array([solver.value(x) / _var_scale(f, i) for i, x in enumerate(xs)], dtype=np.float64)
     status = "optimal" if code == cp_model.OPTIMAL else "time_limit"

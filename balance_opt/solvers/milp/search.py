@@ -269,7 +269,11 @@ def _solve_model(
         stats.update(res.stats)
         if res.exact and res.bound is not None:
             # the model holds every P1 schedule at z with served >= cutoff
-            bounds.append(max(cutoff - 1, math.floor(res.bound + BOUND_EPS)))
+            proved = math.floor(res.bound + BOUND_EPS)
+            # a stopped solve whose bound is below the cutoff has proved nothing: a real
+            # proof of that ends as "infeasible" (CP-SAT stopped in presolve reports 0)
+            if res.status != "time_limit" or proved >= cutoff:
+                bounds.append(max(cutoff - 1, proved))
         if res.exact and res.status == "infeasible":
             bounds.append(cutoff - 1)
         timed_out = res.status == "time_limit"
