@@ -200,7 +200,7 @@ def test_disjoint_split_is_the_brute_force_optimum(
 
 
 def test_shared_memory_bound_on_a_paper_instance() -> None:
-    # fig5, K = 70, seed 1 (heuristic 28): the short prompts both modes want are shared;
+    # fig5, K = 70, seed 1 (heuristic 27): the short prompts both modes want are shared;
     # at z = 0.1 the bound proves the z cannot beat the heuristic, at 0.3 it is 29
     # where the memory split gives 30
     inst = generate("fig5", 70, seed=1)
