@@ -70,6 +70,20 @@ class Ranks:
         self._cache[key] = value
         return value
 
+    def of_pools(
+        self, mode: str, pools: dict[float, frozenset[int]], limited: bool, until: float | None
+    ) -> dict[float, int] | None:
+        """The rank of each pool, with its key as the latency limit when ``limited``.
+
+        None when ``until`` (a ``perf_counter`` time) passes first.
+        """
+        out: dict[float, int] = {}
+        for key, pool in pools.items():
+            if until is not None and time.perf_counter() > until:
+                return None
+            out[key] = self.rank(mode, pool, key if limited else None)
+        return out
+
     def _compute(self, mode: str, users: list[int], limit: float | None, memory: float | None) -> int:
         if not users or (mode == AD_MODE and self.z == 0.0) or (mode == SD_MODE and self.z == 1.0):
             return 0
@@ -138,15 +152,13 @@ def deadline_pair_bound(
     s_levels = sorted({r[k] for k in sd_users})
     pool_a = {t: frozenset(k for k in ad_users if r[k] >= t) for t in a_levels}
     pool_s = {t: frozenset(k for k in sd_users if r[k] >= t) for t in s_levels}
-    top_a: dict[float, int] = {}
-    top_s: dict[float, int] = {}
-    for mode, pools, tops in ((AD_MODE, pool_a, top_a), (SD_MODE, pool_s, top_s)):
-        for t, pool in pools.items():
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                loose = min(caps[AD_MODE] + caps[SD_MODE], len(set(ad_users) | set(sd_users)))
-                seconds = time.perf_counter() - t0
-                return PairBound(loose, caps, complete=False, seconds=seconds, rank_calls=ranks.calls)
-            tops[t] = ranks.rank(mode, pool, t)
+    until = None if time_limit is None else t0 + time_limit
+    top_a = ranks.of_pools(AD_MODE, pool_a, True, until)
+    top_s = None if top_a is None else ranks.of_pools(SD_MODE, pool_s, True, until)
+    if top_a is None or top_s is None:
+        loose = min(caps[AD_MODE] + caps[SD_MODE], len(set(ad_users) | set(sd_users)))
+        seconds = time.perf_counter() - t0
+        return PairBound(loose, caps, complete=False, seconds=seconds, rank_calls=ranks.calls)
     cheap = [(min(top_a[a] + top_s[s], len(pool_a[a] | pool_s[s])), a, s) for a in a_levels for s in s_levels]
     cheap.sort(key=lambda c: (-c[0], c[1], c[2]))
     out = PairBound(best, caps)
@@ -283,24 +295,23 @@ def _best_disjoint_split(
     cost_a, cost_s = cost_a[some], cost_s[some]
     order = np.argsort(cost_a - cost_s, kind="stable")
     cost_a, cost_s = cost_a[order], cost_s[order]
-    # without the disjointness the cheapest a + s users of each mode: a quick upper value
-    pa = np.concatenate(([0.0], np.cumsum(np.sort(cost_a)[:cap_a])))
-    ps = np.concatenate(([0.0], np.cumsum(np.sort(cost_s)[:cap_s])))
-    fits = pa <= free  # inf entries never fit
-    loose = int((np.flatnonzero(fits) + np.searchsorted(ps, free - pa[fits], side="right") - 1).max())
+    # without the disjointness: each mode's cheapest users from all of them
+    loose = _most_within(cost_a, cost_s, free, cap_a, cap_s)
     if loose <= floor:
         return loose
-    best = 0
-    for p in range(len(order) + 1):
-        head = np.sort(cost_a[:p])[:cap_a]
-        tail = np.sort(cost_s[p:])[:cap_s]
-        pa = np.concatenate(([0.0], np.cumsum(head[np.isfinite(head)])))
-        ps = np.concatenate(([0.0], np.cumsum(tail[np.isfinite(tail)])))
-        fits = pa <= free
-        if fits.any():
-            s_max = np.searchsorted(ps, free - pa[fits], side="right") - 1
-            best = max(best, int((np.flatnonzero(fits) + s_max).max()))
-    return best
+    return max(_most_within(cost_a[:p], cost_s[p:], free, cap_a, cap_s) for p in range(len(order) + 1))
+
+
+def _most_within(cost_a: FloatArray, cost_s: FloatArray, free: float, cap_a: int, cap_s: int) -> int:
+    """``max a + s`` with the a cheapest of ``cost_a`` and the s cheapest of ``cost_s``
+    (finite entries only, ``a <= cap_a``, ``s <= cap_s``) within ``free >= 0``."""
+    head = np.sort(cost_a[np.isfinite(cost_a)])[:cap_a]
+    tail = np.sort(cost_s[np.isfinite(cost_s)])[:cap_s]
+    pa = np.concatenate(([0.0], np.cumsum(head)))
+    ps = np.concatenate(([0.0], np.cumsum(tail)))
+    fits = pa <= free
+    s_max = np.searchsorted(ps, free - pa[fits], side="right") - 1
+    return int((np.flatnonzero(fits) + s_max).max())
 
 
 def shared_memory_bound(
@@ -332,15 +343,12 @@ def shared_memory_bound(
     kv_sum = inst.slm_kv_bytes_per_token + inst.llm_kv_bytes_per_token
     a_levels = sorted({float(li[k]) for k in ad_users})
     s_levels = sorted({float(li[k]) for k in sd_users})
-    pool_a = {v: [k for k in ad_users if li[k] <= v] for v in a_levels}
-    pool_s = {w: [k for k in sd_users if li[k] <= w] for w in s_levels}
-    cap_a: dict[float, int] = {}
-    cap_s: dict[float, int] = {}
-    for mode, pools, caps in ((AD_MODE, pool_a, cap_a), (SD_MODE, pool_s, cap_s)):
-        for level, pool in pools.items():
-            if until is not None and time.perf_counter() > until:
-                return None
-            caps[level] = ranks.rank(mode, pool)
+    pool_a = {v: frozenset(k for k in ad_users if li[k] <= v) for v in a_levels}
+    pool_s = {w: frozenset(k for k in sd_users if li[k] <= w) for w in s_levels}
+    cap_a = ranks.of_pools(AD_MODE, pool_a, False, until)
+    cap_s = None if cap_a is None else ranks.of_pools(SD_MODE, pool_s, False, until)
+    if cap_a is None or cap_s is None:
+        return None
     best = max([0, *cap_a.values(), *cap_s.values()])
     pairs = sorted(((cap_a[v] + cap_s[w], v, w) for v in a_levels for w in s_levels), reverse=True)
     steps = np.maximum(n_it - 1, 0).astype(np.float64)
@@ -349,12 +357,10 @@ def shared_memory_bound(
             break
         if until is not None and time.perf_counter() > until:
             return None
-        members = sorted(set(pool_a[v]) | set(pool_s[w]))
-        cost_a = np.full(inst.num_users, np.inf)
+        ka, ks = sorted(pool_a[v]), sorted(pool_s[w])
+        cost_a = np.full(inst.num_users, np.inf)  # inf: not in the mode's pool
         cost_s = np.full(inst.num_users, np.inf)
-        cost_a[pool_a[v]] = ad_user_memory(inst, v, lo[pool_a[v]])
-        ks = pool_s[w]
+        cost_a[ka] = ad_user_memory(inst, v, lo[ka])
         cost_s[ks] = sd_user_memory(inst, w, 0.0, n_it[ks]) + kv_sum * steps[ks] * la[ks]
-        split = _best_disjoint_split(cost_a[members], cost_s[members], free, cap_a[v], cap_s[w], best)
-        best = max(best, split)
+        best = max(best, _best_disjoint_split(cost_a, cost_s, free, cap_a[v], cap_s[w], best))
     return min(best, ceiling)
