@@ -32,6 +32,7 @@ from balance_opt.solvers.milp.formulation import (
     build,
     sd_l4_coefficients,
 )
+from balance_opt.solvers.milp.search import SELECTORS, _combinatorial_bound, _memory_binds, _ZState
 from balance_opt.solvers.milp.values import solution_values, violated_rows
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
@@ -194,36 +195,42 @@ def test_cpsat_roundings_bracket_p1(case: tuple[Instance, Schedule]) -> None:
         assert feasible
 
 
-def _check_exact(inst: Instance) -> None:
+def _check_exact(inst: Instance, selectors: str) -> None:
     expected = brute_force(inst)
     event(f"optimum {'=' if expected == inst.num_users else '<'} K, optimum>0: {expected > 0}")
+    event(f"selectors={selectors}")
     for name in ("milp-highs", "milp-cpsat"):
-        res = get_solver(name, threads=1).solve(inst, seed=0)
+        res = get_solver(name, threads=1, selectors=selectors).solve(inst, seed=0)
         assert res.status == "optimal", (name, res.error)
         assert res.feasible
         assert res.served == expected == res.bound, name
+        used = [z for z, m in res.stats["z_models"].items() if m.get("selectors")]
+        if selectors == "never":
+            assert not used
+        if selectors == "always":
+            assert len(used) == len(res.stats["z_models"])
 
 
 @FAST
-@given(cases(max_users=5))
-def test_milp_equals_brute_force(inst: Instance) -> None:
-    _check_exact(inst)
+@given(cases(max_users=5), st.sampled_from(SELECTORS))
+def test_milp_equals_brute_force(inst: Instance, selectors: str) -> None:
+    _check_exact(inst, selectors)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases(max_users=7))
-def test_milp_equals_brute_force_many(inst: Instance) -> None:
-    _check_exact(inst)
+@given(cases(max_users=7), st.sampled_from(SELECTORS))
+def test_milp_equals_brute_force_many(inst: Instance, selectors: str) -> None:
+    _check_exact(inst, selectors)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases(max_users=9).filter(lambda inst: inst.num_users >= 6))
-def test_milp_equals_exhaustive(inst: Instance) -> None:
+@given(cases(max_users=9).filter(lambda inst: inst.num_users >= 6), st.sampled_from(SELECTORS))
+def test_milp_equals_exhaustive(inst: Instance, selectors: str) -> None:
     ref = get_solver("exhaustive").solve(inst)
     assert ref.status == "optimal"
     for name in ("milp-highs", "milp-cpsat"):
-        res = get_solver(name, threads=1).solve(inst)
+        res = get_solver(name, threads=1, selectors=selectors).solve(inst)
         assert res.status == "optimal", (name, res.error)
         assert res.served == ref.served == res.bound
 
@@ -288,6 +295,29 @@ def test_both_plans_prove_the_optimum_under_a_limit(plan: str) -> None:
 def test_unknown_plan_is_an_error() -> None:
     with pytest.raises(ValueError, match="plan must be one of"):
         get_solver("milp-highs", plan="fastest").solve(generate("fig4", 4, seed=0), time_limit=5)
+
+
+def test_unknown_selectors_value_is_an_error() -> None:
+    with pytest.raises(ValueError, match="selectors must be one of"):
+        get_solver("milp-highs", selectors="yes").solve(generate("fig4", 4, seed=0), time_limit=5)
+
+
+@pytest.mark.parametrize(("preset", "seed", "expected"), [("fig4", 1, []), ("fig5", 4, [0.1, 0.4, 0.5])])
+def test_auto_selectors_where_memory_binds(preset: str, seed: int, expected: list[float]) -> None:
+    # fig5 (long prompts and outputs): memory binds, and a memory bound cuts the
+    # deadline-pair bound at some z; fig4: never (docs/milp.md, "Option selectors")
+    inst = generate(preset, 30, seed=seed)
+    picked = []
+    for z in inst.server.z_grid:
+        state = _ZState(build(inst, z), 0)
+        _combinatorial_bound(inst, state, 0, None)
+        info = state.stats.get("combinatorial", {})
+        below = [info.get(k) for k in ("shared_memory_bound", "memory_split_bound")]
+        binds = any(b is not None and b < info["pair_bound"] for b in below)
+        assert _memory_binds(state) is binds
+        if binds:
+            picked.append(z)
+    assert picked == expected
 
 
 @pytest.mark.parametrize("fmt", ["lp", "mps"])

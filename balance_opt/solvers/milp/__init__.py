@@ -60,6 +60,7 @@ class _MilpSolver(Solver):
             warm_start=bool(self.options["warm_start"]),
             mode_bounds=str(self.options["mode_bounds"]),
             plan=str(self.options["plan"]),
+            selectors=str(self.options["selectors"]),
         )
 
 
@@ -72,6 +73,7 @@ class HighsMilpSolver(_MilpSolver):
         "warm_start": True,
         "mode_bounds": "never",
         "plan": "gap-first",
+        "selectors": "auto",
     }
     _modules = ("pyomo", "highspy")
     _pip = "pyomo highspy"
@@ -97,6 +99,7 @@ class CpSatMilpSolver(_MilpSolver):
         "indicators": "enforce",
         "mode_bounds": "always",
         "plan": "plain",
+        "selectors": "auto",
     }
     _modules = ("ortools",)
     _pip = "ortools"

@@ -47,6 +47,10 @@ MODE_BOUNDS = ("always", "retry", "never")
 # Sweeps under a time limit: "gap-first" (quick, then incumbent + 2, then incumbent + 1)
 # or "plain" (an even split, then the leftover); see search().
 PLANS = ("gap-first", "plain")
+# Which z models enforce their padding rows by binary levels of the padded lengths
+# (formulation.build(selectors=True)): those where the memory both modes share binds
+# ("auto": a memory bound is below the deadline-pair bound), all, or none.
+SELECTORS = ("auto", "always", "never")
 
 
 @dataclass
@@ -107,20 +111,27 @@ def search(
     warm_start: bool,
     mode_bounds: str = "retry",
     plan: str = "gap-first",
+    selectors: str = "auto",
 ) -> SolverOutput:
     """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
     if mode_bounds not in MODE_BOUNDS:
         raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {PLANS}, got {plan!r}")
+    if selectors not in SELECTORS:
+        raise ValueError(f"selectors must be one of {SELECTORS}, got {selectors!r}")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, warm_start)
-    states = {z: _ZState(build(inst, z), 0) for z in inst.server.z_grid}
+    always = selectors == "always"
+    states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
     budget_end = None if time_limit is None else time.perf_counter() + time_limit * PAIR_BOUND_SHARE
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
         share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
         _combinatorial_bound(inst, st, inc.served, share)
+        if selectors == "auto" and _memory_binds(st):
+            st.form = build(inst, st.form.z, selectors=True)
+        st.stats["selectors"] = st.form.use_selectors
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
     # Sweeps (cutoff above the incumbent, share of the time): without a limit, one sweep
     # solves every z. With one, a quick sweep closes the easy z models; then every z is
@@ -191,6 +202,19 @@ def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: floa
             st.bound = min(st.bound, split)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     st.stats["combinatorial"] = info
+
+
+def _memory_binds(st: _ZState) -> bool:
+    """Whether a memory bound of this z cut the deadline-pair bound (both modes share F(z)).
+
+    There the padding excess is what the LP relaxation loses: on fig5 K = 70 seed 3 at
+    z = 0.5, HiGHS proved ``served >= 31`` infeasible in 26 s with selectors and had a
+    bound of 35 after 90 s without; on fig4 (memory never binds) they slow it down.
+    """
+    info = st.stats.get("combinatorial", {})
+    pair = info.get("pair_bound")
+    memory = [info.get(k) for k in ("shared_memory_bound", "memory_split_bound")]
+    return pair is not None and any(m is not None and m < pair for m in memory)
 
 
 def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) -> _Incumbent:
