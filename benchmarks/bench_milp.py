@@ -19,6 +19,8 @@ from balance_opt.generator import generate
 from balance_opt.solvers import get_solver
 
 BACKENDS = ("milp-highs", "milp-cpsat")
+# the per-z statistics --detail prints
+DETAIL_KEYS = ("bound", "runtime_s", "skipped", "cutoffs", "combinatorial", "selectors", "nodes", "branches")
 
 
 def run(
@@ -33,8 +35,8 @@ def run(
         return {"status": "error", "runtime_s": time.perf_counter() - start, "error": str(exc)}
     if detail:
         for z, info in res.stats.get("z_models", {}).items():
-            keep = ("bound", "runtime_s", "skipped", "cutoffs", "combinatorial", "nodes", "branches")
-            shown = {k: round(v, 2) if isinstance(v, float) else v for k, v in info.items() if k in keep}
+            kept = {k: v for k, v in info.items() if k in DETAIL_KEYS}
+            shown = {k: round(v, 2) if isinstance(v, float) else v for k, v in kept.items()}
             print(f"  {preset} K={users} seed={seed} {backend} z={z}: {shown}")
     return {
         "status": res.status,
