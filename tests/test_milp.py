@@ -438,3 +438,27 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
     assert out.status == "time_limit"
     assert out.bound is not None
     assert out.bound >= get_solver("exhaustive").solve(inst).served
+
+
+def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
+    # a backend that calls every model infeasible contradicts the hinted, feasible
+    # incumbent at its own z: that proof must warn and prove nothing
+    inst = generate("fig4", 12, seed=1)
+    best = get_solver("exhaustive").solve(inst)
+    modes = best.schedule.modes.copy()
+    modes[np.flatnonzero(modes)[0]] = 0  # one user fewer: the z stays open
+    hint = Schedule(best.schedule.z, modes)
+
+    def wrong(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
+        return BackendResult("infeasible", None, None, {}, True)
+
+    from balance_opt.solvers.milp.search import search
+
+    with pytest.warns(RuntimeWarning, match="the proof is ignored"):
+        out = search(inst, wrong, time_limit=None, hint=hint, warm_start=False)
+    z = f"{hint.z:g}"
+    assert out.stats["z_models"][z]["wrong_proof"] == best.served - 2
+    assert evaluate(inst, out.schedule).served == best.served - 1
+    assert out.status != "optimal"
+    assert out.bound is not None
+    assert out.bound >= best.served

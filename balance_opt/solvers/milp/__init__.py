@@ -99,7 +99,8 @@ class CpSatMilpSolver(_MilpSolver):
         "indicators": "enforce",
         "mode_bounds": "always",
         "plan": "plain",
-        "selectors": "auto",
+        # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
+        "selectors": "never",
     }
     _modules = ("ortools",)
     _pip = "ortools"
