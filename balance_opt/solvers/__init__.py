@@ -24,6 +24,7 @@ _REGISTRY: dict[str, str] = {
     "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
     "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",
     "milp-cpsat": "balance_opt.solvers.milp:CpSatMilpSolver",
+    "exact": "balance_opt.solvers.exact:ExactSolver",
 }
 
 

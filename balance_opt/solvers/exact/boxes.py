@@ -1,0 +1,225 @@
+"""Threshold boxes of one z and the programs that bound or solve them.
+
+Fix z in (0, 1) and consider the schedules whose AD and SD sets are both non-empty. Each
+is described by its *thresholds*: the tightest latency limit of its AD users ``DA``
+(``r_k = T_k (1 + 1e-9) - down_k``, (20)), its padded input ``L1`` (5), the tightest SD
+limit ``DS``, the SD padded input ``L3`` and padded acceptance ``L4`` (9). A *box* gives
+each threshold a range of the values the users take; the boxes of a split partition
+the schedules.
+
+Inside a box the P1 rows relax to a two-mode knapsack (docs/exact.md):
+
+- AD user k is a candidate when ``r_k >= DA_lo`` and ``LI_k <= L1_hi``; its compute
+  (26) is at least ``c_k(max(L1_lo, LI_k))`` and its memory (15) at least
+  ``(max(L1_lo, LI_k) + LO_k) kv^L``; latency ``tau_up + sum c + beta^L L2 <= DA_hi`` (17).
+- SD user k is a candidate when ``r_k >= DS_lo``, ``LI_k <= L3_hi``, ``LA_k <= L4_hi``;
+  its share (30) and memory (16) are taken at ``max(L3_lo, LI_k)``, ``max(L4_lo, LA_k)``;
+  latency ``tau_up + sum c + (beta^L + LD beta^S) Nmax + beta^L <= DS_hi`` (19), (32).
+- One memory row over both modes (21d); ``x_k + y_k <= 1``.
+
+``L2``, ``Nmax`` and the upload maxima are variables over the convex hull of a max
+(docs/milp.md), exact for binary x and y. Every cost only grows with the paddings, so
+the program's optimum bounds every schedule of the box; with binaries and the box
+reduced to single values it is that box's exact optimum up to the ``L4`` range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from balance_opt.evaluate import REL_TOL
+from balance_opt.instance import FloatArray, Instance
+from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
+from balance_opt.solvers.exact.highs_lp import Program
+from balance_opt.solvers.milp.formulation import eligible_users
+
+IntArray = NDArray[np.int64]
+BOUND_SLACK = 2.0 * REL_TOL  # bounds use limits loosened by twice the evaluator's tolerance
+DIMS = ("DA", "L1", "DS", "L3", "L4")
+Box = tuple[tuple[int, int], ...]  # (lo, hi) value indices, one pair per name in DIMS
+
+
+@dataclass(frozen=True)
+class Side:
+    """The relaxed or the restricted reading of a box (see :meth:`ZData.program`)."""
+
+    relax: bool
+
+
+RELAX, RESTRICT = Side(True), Side(False)
+
+
+class ZData:
+    """Everything about one z that does not depend on the box, computed once."""
+
+    def __init__(self, inst: Instance, z: float) -> None:
+        self.inst, self.z = inst, float(z)
+        ad, sd = eligible_users(inst, z)
+        self.ad = np.asarray(ad, dtype=np.int64)
+        self.sd = np.asarray(sd, dtype=np.int64)
+        self.limit = inst.deadline_s * (1.0 + REL_TOL) - inst.download_s  # r_k (20), (21c)
+        self.loose = self.limit + BOUND_SLACK * inst.deadline_s
+        weights = inst.server.memory_bytes - inst.free_memory(z)
+        self.memory = inst.server.memory_bytes * (1.0 + REL_TOL) - weights  # (21d)
+        self.memory_loose = self.memory + BOUND_SLACK * inst.server.memory_bytes
+        li, la = inst.input_tokens.astype(np.float64), inst.accepted_drafts
+        self.values = {
+            "DA": np.unique(self.limit[self.ad]),
+            "L1": np.unique(li[self.ad]),
+            "DS": np.unique(self.limit[self.sd]),
+            "L3": np.unique(li[self.sd]),
+            "L4": np.unique(la[self.sd]),
+        }
+        if self.root() is not None:
+            self._tables()
+
+    def _tables(self) -> None:
+        """Costs per padding value: AD ``c[j, k]`` at ``L1 = L1v[j]``; SD affine in L4."""
+        inst, z = self.inst, self.z
+        fn: Any = ad_user_costs  # elementwise: broadcasting gives each entry its value
+        self.ad_cost = np.asarray(fn(inst, self.values["L1"][:, None], inst.output_tokens[None, :], z))
+        n = inst.sd_iterations
+        l3 = self.values["L3"]
+        base = np.stack([sd_user_costs(inst, float(v), 0.0, n, z) for v in l3])
+        unit = np.stack([sd_user_costs(inst, float(v), 1.0, n, z) for v in l3])
+        # the share (30) is affine in L4 (the prefixes (10) are); the bound slack covers rounding
+        self.sd_cost0, self.sd_cost1 = base, unit - base
+
+    def root(self) -> Box | None:
+        """The box of every schedule with both modes non-empty; None when there is none."""
+        if self.ad.size == 0 or self.sd.size == 0 or self.z in (0.0, 1.0):
+            return None
+        return tuple((0, len(self.values[d]) - 1) for d in DIMS)
+
+    def program(self, box: Box, side: Side) -> BoxProgram:
+        """The box's program, its columns and a quick count bound.
+
+        ``RELAX`` bounds every schedule of the box (lowest costs, loosest limits);
+        ``RESTRICT`` is a restriction (highest costs, tightest limits): each of its
+        integer points is a P1-feasible schedule, up to float rounding that the
+        evaluator judges.
+        """
+        inst = self.inst
+        v = {d: self.values[d] for d in DIMS}
+        (da0, da1), (l10, l11), (ds0, ds1), (l30, l31), (l40, l41) = box
+        li, lo, la = inst.input_tokens, inst.output_tokens, inst.accepted_drafts
+        lim = self.loose if side.relax else self.limit
+        ua = self.ad[(self.limit[self.ad] >= v["DA"][da0]) & (li[self.ad] <= v["L1"][l11])]
+        us = self.sd[
+            (self.limit[self.sd] >= v["DS"][ds0]) & (li[self.sd] <= v["L3"][l31]) & (la[self.sd] <= v["L4"][l41])
+        ]
+        # AD costs at the padding: the box's low end (relax) or high end (restrict)
+        j1 = np.searchsorted(v["L1"], li[ua])
+        j1 = np.maximum(j1, l10) if side.relax else np.full(ua.size, l11)
+        ca = self.ad_cost[j1, ua]
+        ma: FloatArray = ad_user_memory(inst, v["L1"][j1], lo[ua])
+        j3 = np.searchsorted(v["L3"], li[us])
+        j3 = np.maximum(j3, l30) if side.relax else np.full(us.size, l31)
+        l4 = np.maximum(la[us], v["L4"][l40]) if side.relax else np.full(us.size, v["L4"][l41])
+        cs = self.sd_cost0[j3, us] + l4 * self.sd_cost1[j3, us]
+        n = inst.sd_iterations[us]
+        ms: FloatArray = sd_user_memory(inst, v["L3"][j3], l4, n)
+        da = lim[self.ad][self.limit[self.ad] == v["DA"][da1 if side.relax else da0]].max()
+        ds = lim[self.sd][self.limit[self.sd] == v["DS"][ds1 if side.relax else ds0]].max()
+        if not side.relax:  # keep clear of the evaluator's rounding at the very edge
+            da, ds = da - 1e-12 * abs(da), ds - 1e-12 * abs(ds)
+        beta_l, beta_s = inst.llm.beta_s, inst.slm.beta_s
+        ld = inst.server.draft_length
+        both = np.intersect1d(ua, us, return_indices=True)
+        mem = self.memory_loose if side.relax else self.memory * (1.0 - 1e-12)
+        # integer single-mode caps of the box: the cheapest candidates under each L2 (Nmax)
+        cap_a = _prefix_cap(ca, lo[ua], da, beta_l, ma, mem)
+        cap_s = _prefix_cap(cs, n, ds - beta_l, beta_l + ld * beta_s, ms, mem)
+        p = Program()
+        x = p.columns(ua.size, 1.0, 0.0, 1.0, True)
+        y = p.columns(us.size, 1.0, 0.0, 1.0, True)
+        l2 = _hull(p, x, lo[ua].astype(np.float64), beta_l)
+        nm = _hull(p, y, n.astype(np.float64), beta_l + ld * beta_s)
+        if side.relax:  # upload maxima (1), (2) left out: a relaxation, and a smaller program
+            # the tightest limit of the served users: its hull over the box's range
+            dA = _min_hull(p, x, np.minimum(self.loose[ua], da), da)
+            dS = _min_hull(p, y, np.minimum(self.loose[us], ds), ds)
+            p.row(np.concatenate((x, l2[0], dA[0])), np.concatenate((ca, l2[1], dA[1])), -np.inf, da)
+            p.row(np.concatenate((y, nm[0], dS[0])), np.concatenate((cs, nm[1], dS[1])), -np.inf, ds - beta_l)
+        else:
+            ta = _hull(p, x, inst.upload_s[ua].astype(np.float64), 1.0)
+            ts = _hull(p, y, inst.upload_s[us].astype(np.float64), 1.0)
+            p.row(np.concatenate((x, ta[0], l2[0])), np.concatenate((ca, ta[1], l2[1])), -np.inf, da)
+            p.row(np.concatenate((y, ts[0], nm[0])), np.concatenate((cs, ts[1], nm[1])), -np.inf, ds - beta_l)
+        scale = 1e-9  # memory row in GB
+        p.row(np.concatenate((x, y)), np.concatenate((ma, ms)) * scale, -np.inf, mem * scale)
+        p.row(x, np.ones(x.size), -np.inf, cap_a)
+        p.row(y, np.ones(y.size), -np.inf, cap_s)
+        p.pairs(x[both[1]], y[both[2]], 1.0, 1.0, 1.0)
+        union = ua.size + us.size - both[0].size
+        return BoxProgram(p, x, y, ua, us, min(cap_a + cap_s, union))
+
+
+@dataclass(frozen=True)
+class BoxProgram:
+    """A box's program, its x and y columns with their users, and a cheap count bound."""
+
+    program: Program
+    x: IntArray
+    y: IntArray
+    ad_users: IntArray
+    sd_users: IntArray
+    quick: int  # single-mode caps summed, at most the candidates: no program needed
+
+
+def _prefix_cap(cost: FloatArray, key: IntArray, budget: float, per_key: float, mem: FloatArray, room: float) -> int:
+    """Most candidates one mode can hold: for each key maximum ``v`` (L2 or Nmax), the
+    cheapest candidates with ``key <= v`` under ``budget - per_key v``, and the least
+    memory of that many under ``room``. Every feasible set is counted (a relaxation).
+    """
+    if cost.size == 0:
+        return 0
+    keys = np.unique(key)
+    order = np.argsort(cost, kind="stable")
+    member = key[order][None, :] <= keys[:, None]
+    spent = np.cumsum(np.where(member, cost[order], 0.0), axis=1)
+    rank = np.cumsum(member, axis=1)
+    fits = member & (spent <= (budget - per_key * keys)[:, None])
+    by_time = np.where(fits, rank, 0).max(axis=1)
+    least = np.cumsum(np.sort(mem))
+    by_memory = int(np.searchsorted(least, room, side="right"))
+    return int(min(by_time.max(), by_memory))
+
+
+def _hull(p: Program, b: IntArray, values: FloatArray, weight: float) -> tuple[IntArray, FloatArray]:
+    """Levels of ``max_k values_k b_k`` (the concave envelope, docs/milp.md).
+
+    Adds levels ``h_n`` over the distinct values with ``h_{n+1} <= h_n`` and
+    ``b_k <= h_{level(k)}``; returns the columns and weights of ``weight * max`` as
+    ``sum_n weight (v_n - v_{n-1}) h_n``.
+    """
+    if b.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    vals, level = np.unique(values, return_inverse=True)
+    h = p.columns(vals.size, 0.0, 0.0, 1.0, False)
+    if vals.size > 1:
+        p.pairs(h[1:], h[:-1], 1.0, -1.0, 0.0)
+    p.pairs(b, h[level], 1.0, -1.0, 0.0)
+    steps = np.diff(np.concatenate(([0.0], vals)))
+    return h, weight * steps
+
+
+def _min_hull(p: Program, b: IntArray, values: FloatArray, top: float) -> tuple[IntArray, FloatArray]:
+    """Levels of ``top - min(top, min_k values_k b_k)`` (the convex envelope of a min).
+
+    Levels ``u_n`` over the distinct values below ``top`` with ``u_n <= u_{n+1}`` and
+    ``b_k <= u_{level(k)}``; the min is ``top - sum_n (v_{n+1} - v_n) u_n``.
+    """
+    vals, level = np.unique(values, return_inverse=True)
+    if vals.size == 0 or vals[-1] < top:
+        vals = np.append(vals, top)
+    below = level < vals.size - 1
+    u = p.columns(vals.size - 1, 0.0, 0.0, 1.0, False)
+    if u.size > 1:
+        p.pairs(u[:-1], u[1:], 1.0, -1.0, 0.0)
+    p.pairs(b[below], u[level[below]], 1.0, -1.0, 0.0)
+    return u, np.diff(vals)

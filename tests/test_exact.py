@@ -1,0 +1,137 @@
+"""The ``exact`` solver and its box bounds against plain enumeration and the evaluator.
+
+A wrong "optimal" is the worst defect of the suite, so the bounds themselves are tested:
+every box's relaxed program must bound every schedule whose thresholds lie in the box
+(found by enumerating all schedules of small instances), every point of a restricted
+program must be P1-feasible, and whole solves must equal brute force and ``exhaustive``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.generator import generate
+from balance_opt.instance import Instance
+from balance_opt.solvers import get_solver
+from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, ZData
+from balance_opt.solvers.exact.highs_lp import count_bound, solve
+from tests.strategies import small_instances
+from tests.test_milp import brute_force, cases
+
+pytest.importorskip("highspy")
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _check_exact(inst: Instance) -> None:
+    expected = brute_force(inst)
+    event(f"optimum {'=' if expected == inst.num_users else '<'} K")
+    res = get_solver("exact").solve(inst)
+    assert res.status == "optimal", res.error
+    assert res.feasible
+    assert res.served == expected == res.bound
+
+
+@FAST
+@given(cases(max_users=5))
+def test_exact_equals_brute_force(inst: Instance) -> None:
+    _check_exact(inst)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(max_users=7) | small_instances(max_users=7, tight_memory=True))
+def test_exact_equals_brute_force_many(inst: Instance) -> None:
+    _check_exact(inst)
+
+
+@FAST
+@given(cases(max_users=5))
+def test_exact_without_warm_start_equals_brute_force(inst: Instance) -> None:
+    res = get_solver("exact", warm_start=False).solve(inst)
+    assert res.status == "optimal"
+    assert res.served == brute_force(inst) == res.bound
+
+
+def _box_of(zd: ZData, inst: Instance, ad: list[int], sd: list[int]) -> tuple[int, ...]:
+    """The value indices of a schedule's thresholds (DA, L1, DS, L3, L4)."""
+    v = zd.values
+    li, la = inst.input_tokens, inst.accepted_drafts
+    at = {
+        "DA": zd.limit[ad].min(),
+        "L1": li[ad].max(),
+        "DS": zd.limit[sd].min(),
+        "L3": li[sd].max(),
+        "L4": la[sd].max(),
+    }
+    return tuple(int(np.searchsorted(v[d], at[d])) for d in DIMS)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(max_users=5), st.data())
+def test_every_box_bounds_its_schedules(inst: Instance, data: st.DataObject) -> None:
+    """Random boxes: the relaxed LP, its integer program and the quick bound are at least
+    the best schedule whose thresholds lie in the box; restricted points are feasible."""
+    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
+    zd = ZData(inst, z)
+    root = zd.root()
+    if root is None:
+        return
+    box = tuple(
+        tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi))))) for lo, hi in root
+    )
+    best = -1
+    for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
+        arr = np.array(modes, dtype=np.int8)
+        ad, sd = np.flatnonzero(arr == 1).tolist(), np.flatnonzero(arr == 2).tolist()
+        if not ad or not sd or len(ad) + len(sd) <= best:
+            continue
+        at = _box_of(zd, inst, ad, sd)
+        if all(lo <= i <= hi for i, (lo, hi) in zip(at, box, strict=True)):
+            if evaluate(inst, Schedule(z, arr)).feasible:
+                best = len(ad) + len(sd)
+    event(f"box holds a schedule: {best >= 0}")
+    bp = zd.program(box, RELAX)
+    assert bp.quick >= best
+    assert count_bound(solve(bp.program, integer=False).bound) >= best
+    assert count_bound(solve(bp.program, integer=True).bound) >= best
+    rp = zd.program(box, RESTRICT)
+    point = solve(rp.program, integer=True)
+    if point.values is not None:
+        ad = rp.ad_users[point.values[rp.x] > 0.5].tolist()
+        sd = rp.sd_users[point.values[rp.y] > 0.5].tolist()
+        assert evaluate(inst, Schedule.from_sets(inst.num_users, z, ad, sd)).feasible
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(max_users=9).filter(lambda inst: inst.num_users >= 7))
+def test_exact_equals_exhaustive(inst: Instance) -> None:
+    ref = get_solver("exhaustive").solve(inst)
+    res = get_solver("exact").solve(inst)
+    assert ref.status == res.status == "optimal"
+    assert res.served == ref.served == res.bound
+
+
+@pytest.mark.parametrize(("preset", "seed"), [("fig4", 2), ("fig5", 3)])
+def test_exact_equals_milp_highs_at_k16(preset: str, seed: int) -> None:
+    inst = generate(preset, 16, seed=seed)
+    ref = get_solver("milp-highs").solve(inst)
+    res = get_solver("exact").solve(inst)
+    assert ref.status == res.status == "optimal"
+    assert res.served == ref.served
+
+
+def test_time_limit_keeps_a_valid_bound() -> None:
+    """Stopped early on a large instance: a schedule, a bound above it, and the limit kept."""
+    inst = generate("fig5", 70, seed=1)
+    res = get_solver("exact").solve(inst, time_limit=3)
+    assert res.feasible
+    assert res.bound is not None and res.bound >= res.served
+    assert res.status in ("optimal", "time_limit")
+    assert res.runtime_s < 3 + 1.5
