@@ -37,7 +37,8 @@ class ExactSolver(Solver):
     ) -> SolverOutput:
         if not self.is_available():
             raise SolverUnavailable("solver 'exact' needs highspy: install it with `pip install highspy`")
-        return solve_exact(instance, time_limit=time_limit, hint=hint, warm_start=bool(self.options["warm_start"]))
+        warm = bool(self.options["warm_start"])
+        return solve_exact(instance, time_limit=time_limit, hint=hint, warm_start=warm)
 
 
 def solve_exact(

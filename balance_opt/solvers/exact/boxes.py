@@ -103,60 +103,90 @@ class ZData:
         integer points is a P1-feasible schedule, up to float rounding that the
         evaluator judges.
         """
-        inst = self.inst
-        v = {d: self.values[d] for d in DIMS}
+        return _build(self.inst, self._terms(box, side), side)
+
+    def _terms(self, box: Box, side: Side) -> _Terms:
+        """Candidates, per-user costs and memory, and the two latency limits of a box."""
+        inst, v = self.inst, self.values
         (da0, da1), (l10, l11), (ds0, ds1), (l30, l31), (l40, l41) = box
         li, lo, la = inst.input_tokens, inst.output_tokens, inst.accepted_drafts
-        lim = self.loose if side.relax else self.limit
-        ua = self.ad[(self.limit[self.ad] >= v["DA"][da0]) & (li[self.ad] <= v["L1"][l11])]
-        us = self.sd[
-            (self.limit[self.sd] >= v["DS"][ds0]) & (li[self.sd] <= v["L3"][l31]) & (la[self.sd] <= v["L4"][l41])
-        ]
-        # AD costs at the padding: the box's low end (relax) or high end (restrict)
-        j1 = np.searchsorted(v["L1"], li[ua])
-        j1 = np.maximum(j1, l10) if side.relax else np.full(ua.size, l11)
-        ca = self.ad_cost[j1, ua]
-        ma: FloatArray = ad_user_memory(inst, v["L1"][j1], lo[ua])
-        j3 = np.searchsorted(v["L3"], li[us])
-        j3 = np.maximum(j3, l30) if side.relax else np.full(us.size, l31)
+        ad, sd = self.ad, self.sd
+        ua = ad[(self.limit[ad] >= v["DA"][da0]) & (li[ad] <= v["L1"][l11])]
+        us = sd[(self.limit[sd] >= v["DS"][ds0]) & (li[sd] <= v["L3"][l31]) & (la[sd] <= v["L4"][l41])]
+        # paddings: the box's low end, or the user's own value if larger (relax); the high end
+        j1 = np.maximum(np.searchsorted(v["L1"], li[ua]), l10) if side.relax else np.full(ua.size, l11)
+        j3 = np.maximum(np.searchsorted(v["L3"], li[us]), l30) if side.relax else np.full(us.size, l31)
         l4 = np.maximum(la[us], v["L4"][l40]) if side.relax else np.full(us.size, v["L4"][l41])
-        cs = self.sd_cost0[j3, us] + l4 * self.sd_cost1[j3, us]
         n = inst.sd_iterations[us]
-        ms: FloatArray = sd_user_memory(inst, v["L3"][j3], l4, n)
-        da = lim[self.ad][self.limit[self.ad] == v["DA"][da1 if side.relax else da0]].max()
-        ds = lim[self.sd][self.limit[self.sd] == v["DS"][ds1 if side.relax else ds0]].max()
+        mem_ad: Any = ad_user_memory  # elementwise
+        mem_sd: Any = sd_user_memory
+        lim = self.loose if side.relax else self.limit
+        da = lim[ad][self.limit[ad] == v["DA"][da1 if side.relax else da0]].max()
+        ds = lim[sd][self.limit[sd] == v["DS"][ds1 if side.relax else ds0]].max()
+        room = self.memory_loose
         if not side.relax:  # keep clear of the evaluator's rounding at the very edge
-            da, ds = da - 1e-12 * abs(da), ds - 1e-12 * abs(ds)
-        beta_l, beta_s = inst.llm.beta_s, inst.slm.beta_s
-        ld = inst.server.draft_length
-        both = np.intersect1d(ua, us, return_indices=True)
-        mem = self.memory_loose if side.relax else self.memory * (1.0 - 1e-12)
-        # integer single-mode caps of the box: the cheapest candidates under each L2 (Nmax)
-        cap_a = _prefix_cap(ca, lo[ua], da, beta_l, ma, mem)
-        cap_s = _prefix_cap(cs, n, ds - beta_l, beta_l + ld * beta_s, ms, mem)
-        p = Program()
-        x = p.columns(ua.size, 1.0, 0.0, 1.0, True)
-        y = p.columns(us.size, 1.0, 0.0, 1.0, True)
-        l2 = _hull(p, x, lo[ua].astype(np.float64), beta_l)
-        nm = _hull(p, y, n.astype(np.float64), beta_l + ld * beta_s)
-        if side.relax:  # upload maxima (1), (2) left out: a relaxation, and a smaller program
-            # the tightest limit of the served users: its hull over the box's range
-            dA = _min_hull(p, x, np.minimum(self.loose[ua], da), da)
-            dS = _min_hull(p, y, np.minimum(self.loose[us], ds), ds)
-            p.row(np.concatenate((x, l2[0], dA[0])), np.concatenate((ca, l2[1], dA[1])), -np.inf, da)
-            p.row(np.concatenate((y, nm[0], dS[0])), np.concatenate((cs, nm[1], dS[1])), -np.inf, ds - beta_l)
-        else:
-            ta = _hull(p, x, inst.upload_s[ua].astype(np.float64), 1.0)
-            ts = _hull(p, y, inst.upload_s[us].astype(np.float64), 1.0)
-            p.row(np.concatenate((x, ta[0], l2[0])), np.concatenate((ca, ta[1], l2[1])), -np.inf, da)
-            p.row(np.concatenate((y, ts[0], nm[0])), np.concatenate((cs, ts[1], nm[1])), -np.inf, ds - beta_l)
-        scale = 1e-9  # memory row in GB
-        p.row(np.concatenate((x, y)), np.concatenate((ma, ms)) * scale, -np.inf, mem * scale)
-        p.row(x, np.ones(x.size), -np.inf, cap_a)
-        p.row(y, np.ones(y.size), -np.inf, cap_s)
-        p.pairs(x[both[1]], y[both[2]], 1.0, 1.0, 1.0)
-        union = ua.size + us.size - both[0].size
-        return BoxProgram(p, x, y, ua, us, min(cap_a + cap_s, union))
+            da, ds, room = da * (1.0 - 1e-12), ds * (1.0 - 1e-12), self.memory * (1.0 - 1e-12)
+        return _Terms(
+            ua=ua,
+            us=us,
+            ca=self.ad_cost[j1, ua],
+            ma=np.asarray(mem_ad(inst, v["L1"][j1], lo[ua])),
+            cs=self.sd_cost0[j3, us] + l4 * self.sd_cost1[j3, us],
+            ms=np.asarray(mem_sd(inst, v["L3"][j3], l4, n)),
+            n=n,
+            da=float(da),
+            ds=float(ds),
+            room=float(room),
+            limit_a=lim[ua],
+            limit_s=lim[us],
+        )
+
+
+@dataclass(frozen=True)
+class _Terms:
+    ua: IntArray  # AD candidates
+    us: IntArray  # SD candidates
+    ca: FloatArray  # AD compute seconds per candidate (26)
+    ma: FloatArray  # AD KV bytes per candidate (15)
+    cs: FloatArray  # SD share of compute seconds per candidate (30)
+    ms: FloatArray  # SD KV bytes per candidate (16)
+    n: IntArray  # SD iterations of the SD candidates
+    da: float  # AD latency limit of the box
+    ds: float  # SD latency limit of the box
+    room: float  # bytes for both KV caches (21d)
+    limit_a: FloatArray  # each candidate's own limit
+    limit_s: FloatArray
+
+
+def _build(inst: Instance, t: _Terms, side: Side) -> BoxProgram:
+    """The program of :meth:`ZData.program` from a box's terms."""
+    beta_l, per_iter = inst.llm.beta_s, inst.llm.beta_s + inst.server.draft_length * inst.slm.beta_s
+    lo = inst.output_tokens[t.ua]
+    both = np.intersect1d(t.ua, t.us, return_indices=True)
+    # integer single-mode caps of the box: the cheapest candidates under each L2 (Nmax)
+    cap_a = _prefix_cap(t.ca, lo, t.da, beta_l, t.ma, t.room)
+    cap_s = _prefix_cap(t.cs, t.n, t.ds - beta_l, per_iter, t.ms, t.room)
+    p = Program()
+    x = p.columns(t.ua.size, 1.0, 0.0, 1.0, True)
+    y = p.columns(t.us.size, 1.0, 0.0, 1.0, True)
+    terms_a = [(x, t.ca), _hull(p, x, lo.astype(np.float64), beta_l)]
+    terms_s = [(y, t.cs), _hull(p, y, t.n.astype(np.float64), per_iter)]
+    if side.relax:  # upload maxima (1), (2) left out: a relaxation, and a smaller program
+        # the tightest limit of the served users: its hull over the box's range
+        terms_a.append(_min_hull(p, x, np.minimum(t.limit_a, t.da), t.da))
+        terms_s.append(_min_hull(p, y, np.minimum(t.limit_s, t.ds), t.ds))
+    else:
+        terms_a.append(_hull(p, x, inst.upload_s[t.ua].astype(np.float64), 1.0))
+        terms_s.append(_hull(p, y, inst.upload_s[t.us].astype(np.float64), 1.0))
+    for terms, rhs in ((terms_a, t.da), (terms_s, t.ds - beta_l)):  # (17); (19), (32)
+        p.row(np.concatenate([c for c, _ in terms]), np.concatenate([w for _, w in terms]), -np.inf, rhs)
+    scale = 1e-9  # memory row (21d) in GB
+    p.row(np.concatenate((x, y)), np.concatenate((t.ma, t.ms)) * scale, -np.inf, t.room * scale)
+    p.row(x, np.ones(x.size), -np.inf, cap_a)
+    p.row(y, np.ones(y.size), -np.inf, cap_s)
+    p.pairs(x[both[1]], y[both[2]], 1.0, 1.0, 1.0)
+    union = t.ua.size + t.us.size - both[0].size
+    return BoxProgram(p, x, y, t.ua, t.us, min(cap_a + cap_s, union))
 
 
 @dataclass(frozen=True)
@@ -171,7 +201,9 @@ class BoxProgram:
     quick: int  # single-mode caps summed, at most the candidates: no program needed
 
 
-def _prefix_cap(cost: FloatArray, key: IntArray, budget: float, per_key: float, mem: FloatArray, room: float) -> int:
+def _prefix_cap(
+    cost: FloatArray, key: IntArray, budget: float, per_key: float, mem: FloatArray, room: float
+) -> int:
     """Most candidates one mode can hold: for each key maximum ``v`` (L2 or Nmax), the
     cheapest candidates with ``key <= v`` under ``budget - per_key v``, and the least
     memory of that many under ``room``. Every feasible set is counted (a relaxation).

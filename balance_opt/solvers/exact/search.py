@@ -92,7 +92,7 @@ class BoxSearch:
         zd = ZData(self.inst, z)
         self.zdata[z] = zd
         ranks = Ranks(self.inst, z)
-        caps = {m: ranks.rank(m, users) for m, users in ((AD_MODE, zd.ad.tolist()), (SD_MODE, zd.sd.tolist()))}
+        caps = {AD_MODE: ranks.rank(AD_MODE, zd.ad.tolist()), SD_MODE: ranks.rank(SD_MODE, zd.sd.tolist())}
         for mode, lam in ((AD_MODE, 1.0), (SD_MODE, 0.0)):
             if caps[mode] > self.inc.served:  # the exact single-mode schedule (Prop. 4, 5)
                 self.offer(balance_fast(self.inst, [z], [lam]).schedule(self.inst))
