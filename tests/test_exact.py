@@ -9,6 +9,7 @@ program must be P1-feasible, and whole solves must equal brute force and ``exhau
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -19,8 +20,9 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
-from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, ZData
+from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
+from balance_opt.solvers.exact.warm_lp import WarmLp
 from tests.strategies import small_instances
 from tests.test_milp import brute_force, cases
 
@@ -145,3 +147,27 @@ def test_time_limit_keeps_a_valid_bound() -> None:
     assert res.bound >= res.served
     assert res.status in ("optimal", "time_limit")
     assert res.runtime_s < 3 + 1.5
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(max_users=7), st.data())
+def test_warm_lp_equals_a_fresh_program(inst: Instance, data: st.DataObject) -> None:
+    """The persistent LP, started cold or from another box's basis, has the value of the
+    box's program built from scratch (its slow, obvious twin)."""
+    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
+    zd = ZData(inst, z)
+    root = zd.root()
+    if root is None:
+        return
+    lp = WarmLp(zd)
+    basis = None
+    for _ in range(3):
+        box = tuple(
+            tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi))))) for lo, hi in root
+        )
+        t = zd.terms(box, RELAX)
+        cap_a, cap_s, _ = caps(inst, t)
+        warm, next_basis = lp.solve(t, (cap_a, cap_s), basis)
+        fresh = solve(zd.program(box, RELAX, upload=False).program, integer=False).bound
+        assert warm == pytest.approx(fresh, abs=1e-6) or (math.isinf(warm) and math.isinf(fresh))
+        basis = next_basis if next_basis is not None else basis

@@ -95,21 +95,22 @@ class ZData:
             return None
         return tuple((0, len(self.values[d]) - 1) for d in DIMS)
 
-    def program(self, box: Box, side: Side) -> BoxProgram:
+    def program(self, box: Box, side: Side, upload: bool = True) -> BoxProgram:
         """The box's program, its columns and a quick count bound.
 
         ``RELAX`` bounds every schedule of the box (lowest costs, loosest limits);
         ``RESTRICT`` is a restriction (highest costs, tightest limits): each of its
         integer points is a P1-feasible schedule, up to float rounding that the
-        evaluator judges.
+        evaluator judges. Without ``upload`` the upload maxima (1), (2) are left out (a
+        relaxation, and a smaller program: the LP bound of :mod:`.warm_lp`).
         """
-        return _build(self.inst, self._terms(box, side), side)
+        return _build(self.inst, self.terms(box, side), side, upload)
 
-    def _terms(self, box: Box, side: Side) -> _Terms:
+    def terms(self, box: Box, side: Side) -> Terms:
         """Candidates, per-user costs and memory, and the two latency limits of a box."""
         inst, v = self.inst, self.values
         (da0, da1), (l10, l11), (ds0, ds1), (l30, l31), (l40, l41) = box
-        li, lo, la = inst.input_tokens, inst.output_tokens, inst.accepted_drafts
+        li, lo, la, nk = inst.input_tokens, inst.output_tokens, inst.accepted_drafts, inst.sd_iterations
         ad, sd = self.ad, self.sd
         ua = ad[(self.limit[ad] >= v["DA"][da0]) & (li[ad] <= v["L1"][l11])]
         us = sd[(self.limit[sd] >= v["DS"][ds0]) & (li[sd] <= v["L3"][l31]) & (la[sd] <= v["L4"][l41])]
@@ -117,7 +118,7 @@ class ZData:
         j1 = np.maximum(np.searchsorted(v["L1"], li[ua]), l10) if side.relax else np.full(ua.size, l11)
         j3 = np.maximum(np.searchsorted(v["L3"], li[us]), l30) if side.relax else np.full(us.size, l31)
         l4 = np.maximum(la[us], v["L4"][l40]) if side.relax else np.full(us.size, v["L4"][l41])
-        n = inst.sd_iterations[us]
+        n = nk[us]
         mem_ad: Any = ad_user_memory  # elementwise
         mem_sd: Any = sd_user_memory
         lim = self.loose if side.relax else self.limit
@@ -126,7 +127,7 @@ class ZData:
         room = self.memory_loose
         if not side.relax:  # keep clear of the evaluator's rounding at the very edge
             da, ds, room = da * (1.0 - 1e-12), ds * (1.0 - 1e-12), self.memory * (1.0 - 1e-12)
-        return _Terms(
+        return Terms(
             ua=ua,
             us=us,
             ca=self.ad_cost[j1, ua],
@@ -143,7 +144,7 @@ class ZData:
 
 
 @dataclass(frozen=True)
-class _Terms:
+class Terms:
     ua: IntArray  # AD candidates
     us: IntArray  # SD candidates
     ca: FloatArray  # AD compute seconds per candidate (26)
@@ -158,24 +159,20 @@ class _Terms:
     limit_s: FloatArray
 
 
-def _build(inst: Instance, t: _Terms, side: Side) -> BoxProgram:
+def _build(inst: Instance, t: Terms, side: Side, upload: bool) -> BoxProgram:
     """The program of :meth:`ZData.program` from a box's terms."""
     beta_l, per_iter = inst.llm.beta_s, inst.llm.beta_s + inst.server.draft_length * inst.slm.beta_s
-    lo = inst.output_tokens[t.ua]
     both = np.intersect1d(t.ua, t.us, return_indices=True)
-    # integer single-mode caps of the box: the cheapest candidates under each L2 (Nmax)
-    cap_a = _prefix_cap(t.ca, lo, t.da, beta_l, t.ma, t.room)
-    cap_s = _prefix_cap(t.cs, t.n, t.ds - beta_l, per_iter, t.ms, t.room)
+    cap_a, cap_s, quick = caps(inst, t)
     p = Program()
     x = p.columns(t.ua.size, 1.0, 0.0, 1.0, True)
     y = p.columns(t.us.size, 1.0, 0.0, 1.0, True)
-    terms_a = [(x, t.ca), _hull(p, x, lo.astype(np.float64), beta_l)]
+    terms_a = [(x, t.ca), _hull(p, x, inst.output_tokens[t.ua].astype(np.float64), beta_l)]
     terms_s = [(y, t.cs), _hull(p, y, t.n.astype(np.float64), per_iter)]
-    if side.relax:  # upload maxima (1), (2) left out: a relaxation, and a smaller program
-        # the tightest limit of the served users: its hull over the box's range
+    if side.relax:  # the tightest limit of the served users: its hull over the box's range
         terms_a.append(_min_hull(p, x, np.minimum(t.limit_a, t.da), t.da))
         terms_s.append(_min_hull(p, y, np.minimum(t.limit_s, t.ds), t.ds))
-    else:
+    if upload:
         terms_a.append(_hull(p, x, inst.upload_s[t.ua].astype(np.float64), 1.0))
         terms_s.append(_hull(p, y, inst.upload_s[t.us].astype(np.float64), 1.0))
     for terms, rhs in ((terms_a, t.da), (terms_s, t.ds - beta_l)):  # (17); (19), (32)
@@ -185,8 +182,17 @@ def _build(inst: Instance, t: _Terms, side: Side) -> BoxProgram:
     p.row(x, np.ones(x.size), -np.inf, cap_a)
     p.row(y, np.ones(y.size), -np.inf, cap_s)
     p.pairs(x[both[1]], y[both[2]], 1.0, 1.0, 1.0)
-    union = t.ua.size + t.us.size - both[0].size
-    return BoxProgram(p, x, y, t.ua, t.us, min(cap_a + cap_s, union))
+    return BoxProgram(p, x, y, t.ua, t.us, quick)
+
+
+def caps(inst: Instance, t: Terms) -> tuple[int, int, int]:
+    """Integer single-mode caps of a box (the cheapest candidates under each ``L2``,
+    resp. ``Nmax``) and their sum capped by the number of candidates."""
+    beta_l, per_iter = inst.llm.beta_s, inst.llm.beta_s + inst.server.draft_length * inst.slm.beta_s
+    cap_a = _prefix_cap(t.ca, inst.output_tokens[t.ua], t.da, beta_l, t.ma, t.room)
+    cap_s = _prefix_cap(t.cs, t.n, t.ds - beta_l, per_iter, t.ms, t.room)
+    union = np.union1d(t.ua, t.us).size
+    return cap_a, cap_s, min(cap_a + cap_s, union)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,133 @@
+"""The relaxed box LP of one z kept in one HiGHS object, re-solved from a parent's basis.
+
+All boxes of a z share one column and row structure (every eligible user, every level
+of the hulls); a box only changes column bounds (non-candidates fixed to 0), the cost and
+memory coefficients of the users (their paddings), the weights of the min-hull levels
+(the box's top limit) and the right-hand sides. A child box then starts from its
+parent's optimal basis, which typically needs a few dozen simplex iterations instead of
+hundreds from scratch. The program is the same as :func:`boxes._build` with
+``RELAX`` (``tests/test_exact.py`` checks that both give the same value).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from balance_opt.solvers.exact.boxes import Box, IntArray, Terms, ZData
+from balance_opt.solvers.exact.highs_lp import Program
+from balance_opt.solvers.milp.pyomo_backend import quiet_stdout
+
+GB = 1e-9  # memory row in GB
+
+
+class WarmLp:
+    """One z's relaxed LP; :meth:`solve` bounds a box from an optional starting basis."""
+
+    def __init__(self, zd: ZData) -> None:
+        import highspy
+
+        self.zd = zd
+        inst = zd.inst
+        self.ad, self.sd = zd.ad, zd.sd
+        beta_l = inst.llm.beta_s
+        per_iter = beta_l + inst.server.draft_length * inst.slm.beta_s
+        p = Program()
+        self.x = p.columns(self.ad.size, 1.0, 0.0, 1.0, False)
+        self.y = p.columns(self.sd.size, 1.0, 0.0, 1.0, False)
+        ha, wa = _levels(p, self.x, inst.output_tokens[self.ad].astype(np.float64))
+        hs, ws = _levels(p, self.y, inst.sd_iterations[self.sd].astype(np.float64))
+        self.ua, self.va = _levels(p, self.x, zd.loose[self.ad], rising=False)
+        self.us, self.vs = _levels(p, self.y, zd.loose[self.sd], rising=False)
+        row0 = len(p.rlo)  # AD time (17), SD time (19), memory (21d), the two caps
+        p.row(np.concatenate((self.x, ha, self.ua)), np.concatenate((np.ones(self.x.size), beta_l * wa,
+              np.zeros(self.ua.size))), -math.inf, 0.0)  # fmt: skip
+        p.row(np.concatenate((self.y, hs, self.us)), np.concatenate((np.ones(self.y.size), per_iter * ws,
+              np.zeros(self.us.size))), -math.inf, 0.0)  # fmt: skip
+        p.row(np.concatenate((self.x, self.y)), np.ones(self.x.size + self.y.size), -math.inf, 0.0)
+        p.row(self.x, np.ones(self.x.size), -math.inf, 0.0)
+        p.row(self.y, np.ones(self.y.size), -math.inf, 0.0)
+        self.rows = np.arange(row0, row0 + 5, dtype=np.int32)
+        _, ia, is_ = np.intersect1d(self.ad, self.sd, return_indices=True)
+        p.pairs(self.x[ia], self.y[is_], 1.0, 1.0, 1.0)
+        with quiet_stdout():
+            self.h = highspy.Highs()
+        h = self.h
+        for key, value in (("output_flag", False), ("threads", 1), ("presolve", "off")):
+            h.setOptionValue(key, value)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        order = np.lexsort((np.asarray(p.rows), np.asarray(p.cols)))
+        cols = np.asarray(p.cols, dtype=np.int64)[order]
+        n = len(p.obj)
+        h.passModel(
+            n, len(p.rlo), len(order), 1, -1, 0.0,
+            np.asarray(p.obj), np.asarray(p.lb), np.asarray(p.ub), np.asarray(p.rlo), np.asarray(p.rhi),
+            np.searchsorted(cols, np.arange(n + 1)).astype(np.int32),
+            np.asarray(p.rows, dtype=np.int32)[order], np.asarray(p.vals)[order], np.zeros(n, dtype=np.int32),
+        )  # fmt: skip
+        self.beta_l = beta_l
+
+    def solve(self, t: Terms, caps: tuple[int, int], basis: Any | None) -> tuple[float, Any]:
+        """The LP value of the box with terms ``t``, and the optimal basis to start children from."""
+        h: Any = self.h  # (changeRowsBounds is missing from highspy's stubs)
+        xa = np.searchsorted(self.ad, t.ua)
+        ys = np.searchsorted(self.sd, t.us)
+        ub = np.zeros(self.x.size + self.y.size)
+        ub[xa] = 1.0
+        ub[self.x.size + ys] = 1.0
+        idx = np.concatenate((self.x, self.y)).astype(np.int32)
+        h.changeColsBounds(idx.size, idx, np.zeros(idx.size), ub)
+        r_ad, r_sd, r_mem = int(self.rows[0]), int(self.rows[1]), int(self.rows[2])
+        for c, v in zip(self.x[xa].tolist(), t.ca.tolist(), strict=True):
+            h.changeCoeff(r_ad, c, v)
+        for c, v in zip(self.y[ys].tolist(), t.cs.tolist(), strict=True):
+            h.changeCoeff(r_sd, c, v)
+        mem = (np.concatenate((t.ma, t.ms)) * GB).tolist()
+        for c, v in zip(self.x[xa].tolist() + self.y[ys].tolist(), mem, strict=True):
+            h.changeCoeff(r_mem, c, v)
+        for row, u, vals, top in ((r_ad, self.ua, self.va, t.da), (r_sd, self.us, self.vs, t.ds)):
+            for c, w in zip(u.tolist(), _min_weights(vals, top).tolist(), strict=True):
+                h.changeCoeff(row, c, w)
+        rhs = np.array([t.da, t.ds - self.beta_l, t.room * GB, caps[0], caps[1]])
+        h.changeRowsBounds(5, self.rows, np.full(5, -math.inf), rhs)
+        if basis is not None:
+            h.setBasis(basis)
+        h.run()
+        if h.getModelStatus() != _status().kOptimal:
+            infeasible = h.getModelStatus() == _status().kInfeasible
+            return (-math.inf if infeasible else math.inf), None
+        return float(h.getInfo().objective_function_value), h.getBasis()
+
+
+def _status() -> Any:
+    import highspy
+
+    return highspy.HighsModelStatus
+
+
+def _levels(p: Program, b: IntArray, values: Any, rising: bool = True) -> tuple[IntArray, Any]:
+    """Hull levels over the distinct ``values`` with ``b_k <= level(k)``.
+
+    Rising (a max): ``h_{n+1} <= h_n``, returns the levels and their steps. Falling (a
+    min): ``u_n <= u_{n+1}``, returns the levels and their values (weights are set per box).
+    """
+    vals, level = np.unique(values, return_inverse=True)
+    h = p.columns(vals.size, 0.0, 0.0, 1.0, False)
+    if vals.size > 1:
+        if rising:
+            p.pairs(h[1:], h[:-1], 1.0, -1.0, 0.0)
+        else:
+            p.pairs(h[:-1], h[1:], 1.0, -1.0, 0.0)
+    p.pairs(b, h[level], 1.0, -1.0, 0.0)
+    return h, (np.diff(np.concatenate(([0.0], vals))) if rising else vals)
+
+
+def _min_weights(vals: Any, top: float) -> Any:
+    """Weights ``max(0, min(v_{n+1}, top) - v_n)`` of a min's levels under ``top``."""
+    nxt = np.minimum(np.append(vals[1:], top), top)
+    return np.maximum(nxt - vals, 0.0)
+
+
+__all__ = ["Box", "WarmLp"]
