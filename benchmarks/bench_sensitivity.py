@@ -59,6 +59,11 @@ def solve_rows(inst: Instance, solvers: Sequence[str] = HEURISTICS) -> list[dict
                 "num_sd": ev.num_sd,
                 "z": ev.z,
                 "lam": r.lam,
+                # latency split: per-FLOP terms (divided by z or 1 - z) and per-pass beta terms
+                "ad_compute_s": ev.ad.compute_s,
+                "ad_fixed_s": ev.ad.fixed_s,
+                "sd_compute_s": ev.sd.compute_s,
+                "sd_fixed_s": ev.sd.fixed_s,
                 "kv_ad_bytes": ev.ad.kv_bytes,
                 "kv_sd_bytes": ev.sd.kv_bytes,
                 "free_bytes": free,  # Q - q^L - q^S: what KV can use when both models are loaded

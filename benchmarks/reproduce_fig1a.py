@@ -96,6 +96,11 @@ def run_sweep(sweep_name: str, hardware: str, seeds: int) -> tuple[pd.DataFrame,
             (np.maximum(bal["kv_ad_bytes"], bal["kv_sd_bytes"]) / bal["free_bytes"]).max()
         ),
         "balance_mean_z": float(bal["z"].mean()),
+        # share of the modes' latency that is per-pass (beta) time, which z does not scale
+        "balance_beta_share": float(
+            (bal["ad_fixed_s"] + bal["sd_fixed_s"]).sum()
+            / (bal["ad_fixed_s"] + bal["sd_fixed_s"] + bal["ad_compute_s"] + bal["sd_compute_s"]).sum()
+        ),
         "balance_sd_share_of_served": float(bal["num_sd"].sum() / max(int(bal["served"].sum()), 1)),
     }
     return df, mem

@@ -219,3 +219,35 @@ def test_fig1a_profile_is_what_its_fit_gives() -> None:
     assert inst.llm.beta_s == shipped["llama-2-7b"][1]
     with pytest.raises(ValueError, match="has constants only for"):
         generate("fig4", users=3, hardware="rtx4090-fig1a", llm="qwen2.5-7b")
+
+
+def test_sensitivity_gains_follow_the_paper_definition() -> None:
+    import pandas as pd
+
+    from benchmarks.bench_sensitivity import gains
+
+    df = pd.DataFrame(
+        {
+            "setting": ["a"] * 4 + ["b"] * 2,
+            "solver": ["balance", "ad-only", "balance", "ad-only", "balance", "ad-only"],
+            "throughput": [0.6, 0.5, 0.4, 0.3, 0.5, 0.0],
+        }
+    )
+    got = gains(df, ["setting"], ["ad-only"]).set_index("setting")
+    assert got.loc["a", "over_ad-only_pct"] == pytest.approx(100.0 * (0.5 / 0.4 - 1.0))  # means over seeds
+    assert np.isnan(got.loc["b", "over_ad-only_pct"])  # a baseline serving nobody has no ratio
+
+
+def test_memory_bound_covers_every_all_ad_and_all_sd_schedule() -> None:
+    from balance_opt.evaluate import AD, SD, Schedule, evaluate
+    from benchmarks.reproduce_fig1a import memory_bound
+
+    for seed in range(3):
+        inst = generate("fig5", users=8, seed=seed)
+        bound = memory_bound(inst)
+        for z, mode in ((1.0, AD), (0.0, SD)):
+            ev = evaluate(inst, Schedule(z, np.full(8, mode, dtype=np.int8)))
+            assert ev.ad.kv_bytes + ev.sd.kv_bytes <= bound * (1 + 1e-12)
+        assert bound < 2.0 * max(
+            evaluate(inst, Schedule(0.0, np.full(8, SD, dtype=np.int8))).sd.kv_bytes, 1.0
+        )
