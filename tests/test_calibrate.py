@@ -251,3 +251,19 @@ def test_memory_bound_covers_every_all_ad_and_all_sd_schedule() -> None:
         assert bound < 2.0 * max(
             evaluate(inst, Schedule(0.0, np.full(8, SD, dtype=np.int8))).sd.kv_bytes, 1.0
         )
+
+
+def test_measured_constants_are_recorded_and_regenerate() -> None:
+    from balance_opt.generator import GeneratorParams, generate_from
+    from balance_opt.io import instance_bytes
+
+    inst = generate("fig4", users=4, seed=2, llm_alpha_s_per_flop=2e-14, slm_beta_s=0.0)
+    assert inst.llm.alpha_s_per_flop == 2e-14
+    assert inst.slm.beta_s == 0.0
+    assert inst.llm.beta_s == generate("fig4", users=4, seed=2).llm.beta_s  # the hardware's
+    record = dict(inst.generator or {})
+    assert record["llm_alpha_s_per_flop"] == 2e-14
+    assert "llm_beta_s" not in record  # unset overrides stay out: older files keep their bytes
+    assert instance_bytes(generate_from(GeneratorParams.from_record(record))) == instance_bytes(inst)
+    with pytest.raises(ValueError, match="slm_alpha_s_per_flop must be > 0"):
+        generate("fig4", users=4, slm_alpha_s_per_flop=0.0)
