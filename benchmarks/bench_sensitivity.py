@@ -143,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     atomic_write(args.out / "solves.csv", df.to_csv(index=False, lineterminator="\n", float_format="%.6g"))
     atomic_write(args.out / "gains.csv", table.to_csv(index=False, lineterminator="\n", float_format="%.4g"))
     figure(table, args.out / "figures" / "gains")
-    shown = table.round(1)
+    # percentages to 0.1 point, throughput to 0.01: the precision the seeds support
+    shown = table.assign(**{c: table[c].map(lambda x: f"{x:.1f}") for c in table if c.endswith("_pct")})
+    shown["balance_throughput"] = table["balance_throughput"].map(lambda x: f"{x:.2f}")
     lines = [
         "# BALANCE's gains across hardware profiles and beta/alpha",
         "",

@@ -62,3 +62,9 @@ def test_profile_writes_a_csv_that_calibrate_fits(
         ("llm", "prefill"), ("llm", "decode"), ("llm", "verify"), ("slm", "prefill"), ("slm", "decode")
     ]  # fmt: skip
     assert capsys.readouterr().out.strip() == str(out)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_a_gpu_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", "--device", "cuda", "--out", str(tmp_path / "t.csv")]) == 2
+    assert "no CUDA device" in capsys.readouterr().err

@@ -54,10 +54,12 @@ def handle(args: argparse.Namespace) -> int:
     from balance_opt.profiles import get_model
 
     try:
-        require_torch()
+        torch = require_torch()
         archs = {"llm": get_model(args.llm), "slm": get_model(args.slm)}
     except (ImportError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here (try --device cpu)")
     if args.repeats < 1 or args.warmup < 0:
         raise UsageError("--repeats must be >= 1 and --warmup >= 0")
     dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
