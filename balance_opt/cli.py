@@ -28,6 +28,8 @@ COMMAND_MODULES = (
     "balance_opt.commands.experiment",
     "balance_opt.commands.regress",
     "balance_opt.commands.demo",
+    "balance_opt.commands.calibrate",
+    "balance_opt.commands.profile",
 )
 
 

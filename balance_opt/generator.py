@@ -28,12 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.instance import Instance, Server
-from balance_opt.profiles import DEFAULT_HARDWARE, DEFAULT_LLM, DEFAULT_SLM, get_hardware, get_model
+from balance_opt.instance import Instance, LanguageModel, Server
+from balance_opt.profiles import (
+    DEFAULT_HARDWARE,
+    DEFAULT_LLM,
+    DEFAULT_SLM,
+    hardware_memory_bytes,
+    language_model_on,
+)
 
 DEFAULT_GRID: tuple[float, ...] = tuple(i / 10 for i in range(11))
 DRAW_ORDER = ("distance", "deadline_s", "input_tokens", "output_tokens", "acceptance")
 RNG = "numpy.random.default_rng(seed) (PCG64)"
+# Measured constants that replace the hardware profile's (generate --hardware-file); they
+# are recorded only when set, so files generated without them keep their bytes.
+CONSTANT_OVERRIDES = ("llm_alpha_s_per_flop", "llm_beta_s", "slm_alpha_s_per_flop", "slm_beta_s")
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,10 @@ class GeneratorParams:
     slm: str = DEFAULT_SLM
     hardware: str = DEFAULT_HARDWARE
     bytes_per_param: float = 2.0  # theta (FP16)
+    llm_alpha_s_per_flop: float | None = None  # None: the hardware profile's
+    llm_beta_s: float | None = None
+    slm_alpha_s_per_flop: float | None = None
+    slm_beta_s: float | None = None
     memory_bytes: float | None = None  # Q; None: the hardware's capacity
     kv_budget_tokens: float | None = None  # Q = q^L + q^S + tokens * (kv^L + kv^S) when set
     draft_length: int = 1  # LD
@@ -82,7 +95,8 @@ class GeneratorParams:
 
     def check(self) -> None:
         """ValueError naming the first knob with an impossible value."""
-        get_model(self.llm), get_model(self.slm), get_hardware(self.hardware)
+        hardware_memory_bytes(self.hardware)
+        language_model_on(self.hardware, self.llm), language_model_on(self.hardware, self.slm)
         rules: list[tuple[str, bool]] = [
             ("users must be >= 1", self.users >= 1),
             ("seed must be >= 0", self.seed >= 0),
@@ -105,6 +119,12 @@ class GeneratorParams:
             ("bits_per_token must be > 0", self.bits_per_token > 0),
             ("bandwidths must be > 0", self.uplink_bandwidth_hz > 0 and self.downlink_bandwidth_hz > 0),
         ]
+        for f in CONSTANT_OVERRIDES:
+            v = getattr(self, f)
+            if f.endswith("beta_s"):
+                rules.append((f"{f} must be >= 0", v is None or v >= 0))
+            else:
+                rules.append((f"{f} must be > 0", v is None or v > 0))
         for f in ("z_grid", "lambda_grid"):
             g = getattr(self, f)
             rules.append(
@@ -126,6 +146,8 @@ class GeneratorParams:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name in CONSTANT_OVERRIDES and v is None:
+                continue
             out[f.name] = list(v) if isinstance(v, tuple) else v
         out["rng"] = RNG
         out["draw_order"] = list(DRAW_ORDER)
@@ -223,11 +245,23 @@ def spectral_efficiency(distance_m: np.ndarray, psd_dbm_hz: float, p: GeneratorP
     return result
 
 
+def _models(p: GeneratorParams) -> tuple[LanguageModel, LanguageModel]:
+    """LLM and SLM on ``p.hardware``, with any measured constants of ``p`` in place."""
+    out = []
+    for key in ("llm", "slm"):
+        model = language_model_on(p.hardware, getattr(p, key), p.bytes_per_param)
+        alpha, beta = getattr(p, f"{key}_alpha_s_per_flop"), getattr(p, f"{key}_beta_s")
+        if alpha is not None:
+            model = dataclasses.replace(model, alpha_s_per_flop=float(alpha))
+        if beta is not None:
+            model = dataclasses.replace(model, beta_s=float(beta))
+        out.append(model)
+    return out[0], out[1]
+
+
 def generate_from(p: GeneratorParams) -> Instance:
     """The instance of parameters ``p`` (draws in the order of the module docstring)."""
-    hw = get_hardware(p.hardware)
-    llm = hw.language_model(get_model(p.llm), p.bytes_per_param)
-    slm = hw.language_model(get_model(p.slm), p.bytes_per_param)
+    llm, slm = _models(p)
     k = p.users
     rng = np.random.default_rng(p.seed)
     distance = np.maximum(p.min_distance_m, p.radius_m * np.sqrt(rng.random(k)))
@@ -240,7 +274,7 @@ def generate_from(p: GeneratorParams) -> Instance:
         kv_token = llm.kv_bytes_per_token(theta) + slm.kv_bytes_per_token(theta)
         memory = llm.weight_bytes(theta) + slm.weight_bytes(theta) + p.kv_budget_tokens * kv_token
     else:
-        memory = hw.memory_bytes if p.memory_bytes is None else float(p.memory_bytes)
+        memory = hardware_memory_bytes(p.hardware) if p.memory_bytes is None else float(p.memory_bytes)
     return Instance(
         name=instance_name(p),
         server=Server(

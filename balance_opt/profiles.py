@@ -38,6 +38,7 @@ class ModelProfile:
     ffn: int  # Df (intermediate_size)
     kv_heads: int  # num_key_value_heads (not used by MODEL.md's default model)
     source: str
+    vocab: int = 32000  # vocab_size: only `balance-opt profile` uses it (the LM head's cost)
 
     def weight_bytes(self, bytes_per_param: float = 2.0) -> float:
         """``q`` (13)/(14) of this architecture."""
@@ -92,25 +93,33 @@ MODELS: dict[str, ModelProfile] = {
     p.name: p
     for p in (
         # MODEL.md section 10; config.json: hidden_size 4096, num_hidden_layers 32,
-        # num_attention_heads 32, num_key_value_heads 32, intermediate_size 11008
+        # num_attention_heads 32, num_key_value_heads 32, intermediate_size 11008, vocab_size 32000
         ModelProfile("llama-2-7b", 32, 4096, 128, 32, 11008, 32, _HF.format("meta-llama/Llama-2-7b-hf")),
         # MODEL.md section 10; config.json: hidden_size 2048, num_hidden_layers 22,
-        # num_attention_heads 32, num_key_value_heads 4, intermediate_size 5632
+        # num_attention_heads 32, num_key_value_heads 4, intermediate_size 5632, vocab_size 32000
         ModelProfile(
             "tinyllama-1.1b", 22, 2048, 64, 32, 5632, 4, _HF.format("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
         ),
         # config.json: hidden_size 4096, num_hidden_layers 32, num_attention_heads 32,
-        # num_key_value_heads 8, intermediate_size 14336
-        ModelProfile("llama-3-8b", 32, 4096, 128, 32, 14336, 8, _HF.format("meta-llama/Meta-Llama-3-8B")),
+        # num_key_value_heads 8, intermediate_size 14336, vocab_size 128256
+        ModelProfile(
+            "llama-3-8b", 32, 4096, 128, 32, 14336, 8, _HF.format("meta-llama/Meta-Llama-3-8B"), 128256
+        ),
         # config.json: hidden_size 2048, num_hidden_layers 16, num_attention_heads 32,
-        # num_key_value_heads 8, intermediate_size 8192, head_dim 64
-        ModelProfile("llama-3.2-1b", 16, 2048, 64, 32, 8192, 8, _HF.format("meta-llama/Llama-3.2-1B")),
+        # num_key_value_heads 8, intermediate_size 8192, head_dim 64, vocab_size 128256
+        ModelProfile(
+            "llama-3.2-1b", 16, 2048, 64, 32, 8192, 8, _HF.format("meta-llama/Llama-3.2-1B"), 128256
+        ),
         # config.json: hidden_size 3584, num_hidden_layers 28, num_attention_heads 28,
-        # num_key_value_heads 4, intermediate_size 18944 (head_dim 3584 / 28 = 128)
-        ModelProfile("qwen2.5-7b", 28, 3584, 128, 28, 18944, 4, _HF.format("Qwen/Qwen2.5-7B-Instruct")),
+        # num_key_value_heads 4, intermediate_size 18944 (head_dim 3584 / 28 = 128), vocab_size 152064
+        ModelProfile(
+            "qwen2.5-7b", 28, 3584, 128, 28, 18944, 4, _HF.format("Qwen/Qwen2.5-7B-Instruct"), 152064
+        ),
         # config.json: hidden_size 896, num_hidden_layers 24, num_attention_heads 14,
-        # num_key_value_heads 2, intermediate_size 4864 (head_dim 896 / 14 = 64)
-        ModelProfile("qwen2.5-0.5b", 24, 896, 64, 14, 4864, 2, _HF.format("Qwen/Qwen2.5-0.5B-Instruct")),
+        # num_key_value_heads 2, intermediate_size 4864 (head_dim 896 / 14 = 64), vocab_size 151936
+        ModelProfile(
+            "qwen2.5-0.5b", 24, 896, 64, 14, 4864, 2, _HF.format("Qwen/Qwen2.5-0.5B-Instruct"), 151936
+        ),
     )
 }
 
@@ -141,6 +150,51 @@ HARDWARE: dict[str, HardwareProfile] = {
     )
 }
 
+
+@dataclass(frozen=True)
+class FittedProfile:
+    """A GPU whose per-model constants were fitted to measurements (or a paper's figure).
+
+    Unlike :class:`HardwareProfile` it holds ``alpha`` and ``beta`` per model, so it only
+    knows the models it was fitted for.
+    """
+
+    name: str
+    memory_bytes: float  # Q
+    constants: tuple[tuple[str, float, float], ...]  # (model name, alpha s/FLOP, beta s)
+    source: str
+
+    def language_model(self, model: ModelProfile) -> LanguageModel:
+        """``model`` with its fitted constants; ValueError for a model not fitted here."""
+        for name, alpha, beta in self.constants:
+            if name == model.name:
+                return model.language_model(alpha, beta)
+        fitted = ", ".join(c[0] for c in self.constants)
+        raise ValueError(
+            f"hardware profile {self.name!r} has constants only for {fitted}, not {model.name!r}"
+        )
+
+
+FITTED: dict[str, FittedProfile] = {
+    f.name: f
+    for f in (
+        # balance_opt.calibration.paper_fig1a (run it to reproduce these numbers): alpha is
+        # the rtx4090 datasheet value; beta^L puts AD at 1000 output tokens on 6.5 s, the
+        # middle of the top interval of Fig. 1(a)'s 0..7 s axis; beta^S >= 0 is the least-
+        # squares fit of the three reductions 40.3 / 39.8 / 37.2 % at acceptance 0.7. It lands
+        # on the bound beta^S = 0: even a free SLM pass gives at most 36.5 / 38.7 / 39.1 %.
+        FittedProfile(
+            "rtx4090-fig1a",
+            24e9,
+            (
+                ("llama-2-7b", 1.2106537530266343e-14, 0.006309391479631962),
+                ("tinyllama-1.1b", 1.2106537530266343e-14, 0.0),
+            ),
+            "BALANCE paper (arXiv 2608.05926) Fig. 1(a), fitted by balance_opt.calibration.paper_fig1a",
+        ),
+    )
+}
+
 DEFAULT_HARDWARE = "rtx4090"
 DEFAULT_LLM = "llama-2-7b"
 DEFAULT_SLM = "tinyllama-1.1b"
@@ -159,4 +213,22 @@ def get_hardware(name: str) -> HardwareProfile:
     try:
         return HARDWARE[name]
     except KeyError:
-        raise ValueError(f"unknown hardware profile {name!r}; known: {', '.join(HARDWARE)}") from None
+        known = ", ".join(hardware_names())
+        raise ValueError(f"unknown hardware profile {name!r}; known: {known}") from None
+
+
+def hardware_names() -> list[str]:
+    """Every hardware profile name: datasheet ones, then fitted ones."""
+    return [*HARDWARE, *FITTED]
+
+
+def hardware_memory_bytes(name: str) -> float:
+    """Capacity ``Q`` of the hardware profile ``name`` (datasheet or fitted)."""
+    return FITTED[name].memory_bytes if name in FITTED else get_hardware(name).memory_bytes
+
+
+def language_model_on(hardware: str, model: str, bytes_per_param: float = 2.0) -> LanguageModel:
+    """Model ``model`` with the constants of hardware profile ``hardware`` (datasheet or fitted)."""
+    if hardware in FITTED:
+        return FITTED[hardware].language_model(get_model(model))
+    return get_hardware(hardware).language_model(get_model(model), bytes_per_param)

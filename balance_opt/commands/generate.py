@@ -45,7 +45,12 @@ def step_grid(step: float) -> tuple[float, ...]:
 _KNOBS: tuple[tuple[str, str, type, str], ...] = (
     ("--llm", "llm", str, "LLM profile (balance_opt.profiles.MODELS)"),
     ("--slm", "slm", str, "SLM profile"),
-    ("--hardware", "hardware", str, "hardware profile: rtx4090 (default), a100-80gb, h100-sxm, h200"),
+    (
+        "--hardware",
+        "hardware",
+        str,
+        "hardware profile: rtx4090 (default), a100-80gb, h100-sxm, h200, rtx4090-fig1a (fitted)",
+    ),
     ("--bytes-per-param", "bytes_per_param", float, "theta (2 = FP16)"),
     ("--memory-bytes", "memory_bytes", float, "Q in bytes (default: the hardware's capacity)"),
     (
@@ -110,6 +115,12 @@ def register(sub: Any) -> None:
     for flag, field, kind, text in _KNOBS:
         metavar = {str: "NAME", int: "N"}.get(kind, "X")
         g.add_argument(flag, type=kind, dest=f"knob_{field}", metavar=metavar, help=text or None)
+    g.add_argument(
+        "--hardware-file",
+        type=Path,
+        metavar="PROFILE.json",
+        help="alpha and beta of both models (and Q, if recorded) from 'balance-opt calibrate'",
+    )
     g.add_argument("--z-grid", type=_floats, metavar="Z,...", help="compute-fraction grid, e.g. 0,0.25,0.5,1")
     g.add_argument("--lambda-grid", type=_floats, metavar="L,...", help="memory-fraction grid")
     g.add_argument("--grid-step", type=float, metavar="STEP", help="both grids 0, step, ..., 1 (e.g. 0.1)")
@@ -132,11 +143,35 @@ def params_from_args(args: argparse.Namespace) -> GeneratorParams:
     for f in ("z_grid", "lambda_grid"):
         if getattr(args, f) is not None:
             overrides[f] = getattr(args, f)
+    if args.hardware_file is not None:
+        _apply_hardware_file(
+            args.hardware_file, overrides, keep_memory="kv_budget_tokens" in PRESETS[args.preset]
+        )
     if args.users is not None:
         overrides["users"] = args.users
     if args.name is not None:
         overrides["name"] = args.name
     return preset_params(args.preset, seed=args.seed, **overrides)
+
+
+def _apply_hardware_file(path: Path, overrides: dict[str, Any], keep_memory: bool) -> None:
+    """The measured constants of a calibrated profile as generator overrides."""
+    from balance_opt.calibration.profile_file import read_profile
+
+    hw = read_profile(path)
+    for key, consts in (("llm", hw.llm), ("slm", hw.slm)):
+        if overrides.get(key, consts.name) != consts.name:
+            raise ValueError(f"--{key} {overrides[key]} differs from {path}'s {key} {consts.name}")
+        overrides[key] = consts.name
+        overrides[f"{key}_alpha_s_per_flop"] = consts.alpha_s_per_flop
+        overrides[f"{key}_beta_s"] = consts.beta_s
+    # A recorded capacity replaces the hardware's, not a capacity the command or preset sets.
+    if (
+        hw.memory_bytes is not None
+        and not keep_memory
+        and not {"memory_bytes", "kv_budget_tokens"} & set(overrides)
+    ):
+        overrides["memory_bytes"] = hw.memory_bytes
 
 
 def handle(args: argparse.Namespace) -> int:
