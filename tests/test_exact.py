@@ -167,7 +167,7 @@ def test_warm_lp_equals_a_fresh_program(inst: Instance, data: st.DataObject) -> 
         )
         t = zd.terms(box, RELAX)
         cap_a, cap_s, _ = caps(inst, t)
-        warm, next_basis = lp.solve(t, (cap_a, cap_s), basis)
+        warm, next_basis = lp.solve(t, cap_a, cap_s, basis)
         fresh = solve(zd.program(box, RELAX, upload=False).program, integer=False).bound
         assert warm == pytest.approx(fresh, abs=1e-6) or (math.isinf(warm) and math.isinf(fresh))
         basis = next_basis if next_basis is not None else basis

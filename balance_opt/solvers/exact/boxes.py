@@ -167,8 +167,9 @@ def _build(inst: Instance, t: Terms, side: Side, upload: bool) -> BoxProgram:
     p = Program()
     x = p.columns(t.ua.size, 1.0, 0.0, 1.0, True)
     y = p.columns(t.us.size, 1.0, 0.0, 1.0, True)
-    terms_a = [(x, t.ca), _hull(p, x, inst.output_tokens[t.ua].astype(np.float64), beta_l)]
-    terms_s = [(y, t.cs), _hull(p, y, t.n.astype(np.float64), per_iter)]
+    lo = inst.output_tokens[t.ua].astype(np.float64)
+    hull_a, hull_s = _hull(p, x, lo, beta_l), _hull(p, y, t.n.astype(np.float64), per_iter)
+    terms_a, terms_s = [(x, t.ca), hull_a], [(y, t.cs), hull_s]
     if side.relax:  # the tightest limit of the served users: its hull over the box's range
         terms_a.append(_min_hull(p, x, np.minimum(t.limit_a, t.da), t.da))
         terms_s.append(_min_hull(p, y, np.minimum(t.limit_s, t.ds), t.ds))
@@ -179,20 +180,51 @@ def _build(inst: Instance, t: Terms, side: Side, upload: bool) -> BoxProgram:
         p.row(np.concatenate([c for c, _ in terms]), np.concatenate([w for _, w in terms]), -np.inf, rhs)
     scale = 1e-9  # memory row (21d) in GB
     p.row(np.concatenate((x, y)), np.concatenate((t.ma, t.ms)) * scale, -np.inf, t.room * scale)
-    p.row(x, np.ones(x.size), -np.inf, cap_a)
-    p.row(y, np.ones(y.size), -np.inf, cap_s)
+    for b, hull, values, cap in ((x, hull_a, lo, cap_a), (y, hull_s, t.n, cap_s)):
+        weights, rhs = cap.row(np.unique(values).astype(np.float64))
+        p.row(np.concatenate((b, hull[0])), np.concatenate((np.ones(b.size), weights)), -np.inf, rhs)
     p.pairs(x[both[1]], y[both[2]], 1.0, 1.0, 1.0)
     return BoxProgram(p, x, y, t.ua, t.us, quick)
 
 
-def caps(inst: Instance, t: Terms) -> tuple[int, int, int]:
+@dataclass(frozen=True)
+class ModeCaps:
+    """The most users one mode of a box can serve with its maximum key (``L2`` for AD,
+    ``Nmax`` for SD) at most each candidate key value: nondecreasing in the key."""
+
+    keys: IntArray
+    by_key: IntArray
+
+    @property
+    def total(self) -> int:
+        return int(self.by_key[-1]) if self.by_key.size else 0
+
+    def at(self, levels: FloatArray) -> FloatArray:
+        """The cap with the maximum key at most each of ``levels`` (0 below every key)."""
+        i = np.searchsorted(self.keys, levels, side="right") - 1
+        return (
+            np.where(i >= 0, self.by_key[np.maximum(i, 0)], 0) if self.by_key.size else np.zeros(len(levels))
+        )
+
+    def row(self, levels: FloatArray) -> tuple[FloatArray, float]:
+        """The level row ``sum b - sum_{n>=1} (cap(v_n) - cap(v_{n-1})) h_n <= cap(v_0)``:
+        the weights of the levels ``h`` and the right-hand side. For a schedule with
+        maximum key ``v_j`` the levels up to j are 1 and the rest 0, so it reads
+        ``sum b <= cap(v_j)``: the count and the maximum bound each other in the LP."""
+        at = self.at(levels).astype(np.float64)
+        if at.size == 0:
+            return np.zeros(0), 0.0
+        return -np.concatenate(([0.0], np.diff(at))), float(at[0])
+
+
+def caps(inst: Instance, t: Terms) -> tuple[ModeCaps, ModeCaps, int]:
     """Integer single-mode caps of a box (the cheapest candidates under each ``L2``,
     resp. ``Nmax``) and their sum capped by the number of candidates."""
     beta_l, per_iter = inst.llm.beta_s, inst.llm.beta_s + inst.server.draft_length * inst.slm.beta_s
     cap_a = _prefix_cap(t.ca, inst.output_tokens[t.ua], t.da, beta_l, t.ma, t.room)
     cap_s = _prefix_cap(t.cs, t.n, t.ds - beta_l, per_iter, t.ms, t.room)
     union = np.union1d(t.ua, t.us).size
-    return cap_a, cap_s, min(cap_a + cap_s, union)
+    return cap_a, cap_s, min(cap_a.total + cap_s.total, union)
 
 
 @dataclass(frozen=True)
@@ -209,14 +241,14 @@ class BoxProgram:
 
 def _prefix_cap(
     cost: FloatArray, key: IntArray, budget: float, per_key: float, mem: FloatArray, room: float
-) -> int:
+) -> ModeCaps:
     """Most candidates one mode can hold: for each key maximum ``v`` (L2 or Nmax), the
     cheapest candidates with ``key <= v`` under ``budget - per_key v``, and the least
     memory of that many under ``room``. Every feasible set is counted (a relaxation).
     """
-    if cost.size == 0:
-        return 0
     keys = np.unique(key)
+    if cost.size == 0:
+        return ModeCaps(keys, np.zeros(0, dtype=np.int64))
     order = np.argsort(cost, kind="stable")
     member = key[order][None, :] <= keys[:, None]
     spent = np.cumsum(np.where(member, cost[order], 0.0), axis=1)
@@ -225,7 +257,7 @@ def _prefix_cap(
     by_time = np.where(fits, rank, 0).max(axis=1)
     least = np.cumsum(np.sort(mem))
     by_memory = int(np.searchsorted(least, room, side="right"))
-    return int(min(by_time.max(), by_memory))
+    return ModeCaps(keys, np.minimum(np.maximum.accumulate(by_time), by_memory))
 
 
 def _hull(p: Program, b: IntArray, values: FloatArray, weight: float) -> tuple[IntArray, FloatArray]:

@@ -47,6 +47,8 @@ class Program:
 
     def row(self, cols: NDArray[np.int64], vals: FloatArray, lo: float, hi: float) -> None:
         """One row ``lo <= sum(vals * v[cols]) <= hi``."""
+        if len(cols) != len(vals):
+            raise ValueError(f"a row with {len(cols)} columns and {len(vals)} coefficients")
         r = len(self.rlo)
         self.rows += [r] * len(cols)
         self.cols += [int(c) for c in cols]
@@ -108,6 +110,9 @@ def solve(p: Program, integer: bool, time_limit: float | None = None) -> Solved:
     S = highspy.HighsModelStatus
     if status == S.kInfeasible:
         return Solved(-math.inf, None, True)
+    if status == S.kModelEmpty:  # no columns: the zero point, if every row admits it
+        empty = all(lo <= 0.0 <= hi for lo, hi in zip(p.rlo, p.rhi, strict=True))
+        return Solved(0.0 if empty else -math.inf, np.zeros(n) if empty else None, True)
     info = h.getInfo()
     has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
     values = np.asarray(h.getSolution().col_value) if has_point else None

@@ -130,7 +130,7 @@ class BoxSearch:
         value: int | float = quick
         if value > self.inc.served:
             self.stats.lps += 1
-            lp, basis = self.lps[z].solve(t, (cap_a, cap_s), basis)
+            lp, basis = self.lps[z].solve(t, cap_a, cap_s, basis)
             value = min(value, count_bound(lp))
         if value > self.inc.served:
             heapq.heappush(self.heap, (-int(value), -depth, next(self._tick), z, box, basis))

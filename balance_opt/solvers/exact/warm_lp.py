@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.solvers.exact.boxes import Box, IntArray, Terms, ZData
+from balance_opt.solvers.exact.boxes import Box, IntArray, ModeCaps, Terms, ZData
 from balance_opt.solvers.exact.highs_lp import Program
 from balance_opt.solvers.milp.pyomo_backend import quiet_stdout
 
@@ -37,8 +37,11 @@ class WarmLp:
         p = Program()
         self.x = p.columns(self.ad.size, 1.0, 0.0, 1.0, False)
         self.y = p.columns(self.sd.size, 1.0, 0.0, 1.0, False)
+        self.lv_a = np.unique(inst.output_tokens[self.ad]).astype(np.float64)
+        self.lv_s = np.unique(inst.sd_iterations[self.sd]).astype(np.float64)
         ha, wa = _levels(p, self.x, inst.output_tokens[self.ad].astype(np.float64))
         hs, ws = _levels(p, self.y, inst.sd_iterations[self.sd].astype(np.float64))
+        self.ha, self.hs = ha, hs
         self.ua, self.va = _levels(p, self.x, zd.loose[self.ad], rising=False)
         self.us, self.vs = _levels(p, self.y, zd.loose[self.sd], rising=False)
         row0 = len(p.rlo)  # AD time (17), SD time (19), memory (21d), the two caps
@@ -47,8 +50,18 @@ class WarmLp:
         p.row(np.concatenate((self.y, hs, self.us)), np.concatenate((np.ones(self.y.size), per_iter * ws,
               np.zeros(self.us.size))), -math.inf, 0.0)  # fmt: skip
         p.row(np.concatenate((self.x, self.y)), np.ones(self.x.size + self.y.size), -math.inf, 0.0)
-        p.row(self.x, np.ones(self.x.size), -math.inf, 0.0)
-        p.row(self.y, np.ones(self.y.size), -math.inf, 0.0)
+        p.row(
+            np.concatenate((self.x, ha)),
+            np.concatenate((np.ones(self.x.size), np.zeros(ha.size))),
+            -math.inf,
+            0.0,
+        )
+        p.row(
+            np.concatenate((self.y, hs)),
+            np.concatenate((np.ones(self.y.size), np.zeros(hs.size))),
+            -math.inf,
+            0.0,
+        )
         self.rows = np.arange(row0, row0 + 5, dtype=np.int32)
         _, ia, is_ = np.intersect1d(self.ad, self.sd, return_indices=True)
         p.pairs(self.x[ia], self.y[is_], 1.0, 1.0, 1.0)
@@ -69,7 +82,7 @@ class WarmLp:
         )  # fmt: skip
         self.beta_l = beta_l
 
-    def solve(self, t: Terms, caps: tuple[int, int], basis: Any | None) -> tuple[float, Any]:
+    def solve(self, t: Terms, cap_a: ModeCaps, cap_s: ModeCaps, basis: Any | None) -> tuple[float, Any]:
         """The LP value of the box with terms ``t``, and the optimal basis to start children from."""
         h: Any = self.h  # (changeRowsBounds is missing from highspy's stubs)
         xa = np.searchsorted(self.ad, t.ua)
@@ -90,8 +103,16 @@ class WarmLp:
         for row, u, vals, top in ((r_ad, self.ua, self.va, t.da), (r_sd, self.us, self.vs, t.ds)):
             for c, w in zip(u.tolist(), _min_weights(vals, top).tolist(), strict=True):
                 h.changeCoeff(row, c, w)
-        rhs = np.array([t.da, t.ds - self.beta_l, t.room * GB, caps[0], caps[1]])
-        h.changeRowsBounds(5, self.rows, np.full(5, -math.inf), rhs)
+        rhs = [t.da, t.ds - self.beta_l, t.room * GB]
+        for row, h_cols, levels, cap in (
+            (self.rows[3], self.ha, self.lv_a, cap_a),
+            (self.rows[4], self.hs, self.lv_s, cap_s),
+        ):
+            weights, top = cap.row(levels)
+            for c, w in zip(h_cols.tolist(), weights.tolist(), strict=True):
+                h.changeCoeff(int(row), c, w)
+            rhs.append(top)
+        h.changeRowsBounds(5, self.rows, np.full(5, -math.inf), np.asarray(rhs))
         if basis is not None:
             h.setBasis(basis)
         h.run()
