@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "balance_opt.commands.generate",
     "balance_opt.commands.validate",
     "balance_opt.commands.evaluate",
+    "balance_opt.commands.simulate",
+    "balance_opt.commands.robustify",
     "balance_opt.commands.solve",
     "balance_opt.commands.export",
     "balance_opt.commands.report",
