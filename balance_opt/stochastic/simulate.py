@@ -36,6 +36,8 @@ class Trials:
     """Per-trial outcomes (rows: trials; columns: the served users in instance order)."""
 
     users: NDArray[np.int64]  # positions of the served users
+    output_tokens: NDArray[np.int64]  # (trials, served): realized output lengths
+    completion_s: FloatArray  # (trials, served): mode latency + download
     met: NDArray[np.bool_]  # (trials, served): completion within the deadline
     memory_bytes: FloatArray  # (trials,): weights + realized KV caches
     t_sd: FloatArray  # (trials,): realized SD latency excluding download (NaN: no SD user)
@@ -174,7 +176,7 @@ def simulate(inst: Instance, schedule: Schedule, trials: int, seed: int, output_
     completion += inst.download_s[users] * (lengths / inst.output_tokens[users])
     met = completion <= inst.deadline_s[users] * (1.0 + REL_TOL)  # (20), (21c)
     within = (n_real <= inst.sd_iterations[users[is_sd]]).all(axis=1)
-    return Trials(users, met, memory, t_sd, n_real, within)
+    return Trials(users, np.asarray(lengths), completion, met, memory, t_sd, n_real, within)
 
 
 def summary(
