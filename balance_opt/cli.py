@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "balance_opt.commands.export",
     "balance_opt.commands.report",
     "balance_opt.commands.experiment",
+    "balance_opt.commands.stochastic_experiment",
     "balance_opt.commands.regress",
     "balance_opt.commands.demo",
 )
