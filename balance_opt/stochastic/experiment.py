@@ -9,6 +9,7 @@ report (:mod:`balance_opt.stochastic.report`) reads only that table.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 from balance_opt.configs import SolverConfig, make_config
 from balance_opt.evaluate import SD, Schedule
 from balance_opt.experiments import Sweep, make_instances
-from balance_opt.io import read_instance, read_solution, write_instance
+from balance_opt.io import atomic_write, read_instance, read_solution, write_instance
 from balance_opt.runner import run_batch, solution_name
 from balance_opt.stochastic.distribution import robustify
 from balance_opt.stochastic.simulate import simulate, summary
@@ -156,7 +157,21 @@ def run(st: Settings) -> Path:
     st.log("simulating")
     df = pd.DataFrame(build_rows(st, nominal, configs))
     st.timings.update(cpu_s=cpu_seconds() - start, wall_s=time.perf_counter() - wall)
+    record_timing(st)
     return write_report(df, st)
+
+
+def record_timing(st: Settings) -> None:
+    """Add this invocation's CPU and wall time to ``runs/timing.json`` (a resumed build's total)."""
+    path = st.out / "runs" / "timing.json"
+    done = json.loads(path.read_text()) if path.exists() else {}
+    total = {
+        "invocations": int(done.get("invocations", 0)) + 1,
+        "total_cpu_s": float(done.get("total_cpu_s", 0.0)) + st.timings["cpu_s"],
+        "total_wall_s": float(done.get("total_wall_s", 0.0)) + st.timings["wall_s"],
+    }
+    atomic_write(path, json.dumps(total, indent=2) + "\n")
+    st.timings.update(total)
 
 
 def cpu_seconds() -> float:
