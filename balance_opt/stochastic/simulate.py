@@ -83,6 +83,10 @@ def sample_sd_batch(
     last_extra = np.zeros((trials, k), dtype=np.int32)
     n_real = np.zeros((trials, k), dtype=np.int32)
     live = np.ones((trials, k), dtype=np.bool_)
+    # users done in every trial leave the working arrays (their results move to `out`):
+    # in a batch of mixed lengths most iterations then touch only the long users
+    cols = np.arange(k)
+    out_extra, out_n = np.zeros((trials, k), dtype=np.int64), np.zeros((trials, k), dtype=np.int64)
     counts, extras = [], []
     while live.any():
         counts.append(np.count_nonzero(live, axis=1))
@@ -90,15 +94,21 @@ def sample_sd_batch(
         extras.append(extra)
         np.copyto(last_extra, extra[:, None], where=live)
         n_real += live
-        u = rng.random((trials, k), dtype=np.float32)
+        u = rng.random((trials, len(cols)), dtype=np.float32)
         accepted = (u[:, :, None] < powers).sum(axis=2, dtype=np.int32) if ld > 1 else (u < powers[:, :, 0])
         emitted += accepted + 1  # a finished user's count no longer matters: live masks it
         live &= emitted < lengths
+        keep = live.any(axis=0)
+        if not keep.all():
+            out_extra[:, cols[~keep]], out_n[:, cols[~keep]] = last_extra[:, ~keep], n_real[:, ~keep]
+            cols = cols[keep]
+            emitted, last_extra, n_real = emitted[:, keep], last_extra[:, keep], n_real[:, keep]
+            live, lengths, powers = live[:, keep], lengths[:, keep], powers[:, keep]
     return (
         np.stack(counts, axis=1).astype(np.int64),
         np.stack(extras, axis=1).astype(np.int64),
-        last_extra.astype(np.int64),
-        n_real.astype(np.int64),
+        out_extra,
+        out_n,
     )
 
 
