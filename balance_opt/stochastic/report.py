@@ -150,7 +150,22 @@ def headline(df: pd.DataFrame) -> list[str]:
                     f"{rob['goodput_mean'].mean():.2f} (miss rate {rmiss:.2f}%)."
                 )
             lines.append(text)
-    return lines
+    return [*lines, *batch_line(df)]
+
+
+def batch_line(df: pd.DataFrame) -> list[str]:
+    """The batch-level plan's claim, checked: P(every SD user within its level) >= q."""
+    batch = df[(df["variant"] == "batch-q0.95") & df["p_sd_within_plan"].notna()]
+    per_user = df[(df["variant"] == "q0.95") & df["p_sd_within_plan"].notna()]
+    if batch.empty:
+        return []
+    within = batch["p_sd_within_plan"]
+    return [
+        f"- Batch level (`batch-q0.95`, target 95%): every SD user of the batch stays within its planned "
+        f"count in {100.0 * within.min():.1f}% of runs for the worst of its {len(batch)} schedules "
+        f"({100.0 * within.mean():.1f}% on average); per-user 0.95 levels achieve "
+        f"{100.0 * per_user['p_sd_within_plan'].mean():.1f}% on average."
+    ]
 
 
 def in_order(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
