@@ -104,6 +104,9 @@ class Instance:
     downlink_bandwidth_hz: FloatArray  # Bd
     downlink_spectral_efficiency: FloatArray  # Rd
     distance_m: tuple[float | None, ...] | None = None
+    # Optional per-user SD iteration levels (FORMATS.md ``sd_iterations``): where given,
+    # they replace the formula's N_k, so every solver plans for that level unchanged.
+    sd_iterations_override: tuple[int | None, ...] | None = None
     generator: Mapping[str, Any] | None = None
     description: str | None = None
 
@@ -119,6 +122,18 @@ class Instance:
             if len(self.distance_m) != k:
                 raise ValueError(f"distance_m has {len(self.distance_m)} entries for {k} users")
             object.__setattr__(self, "distance_m", tuple(self.distance_m))
+        if self.sd_iterations_override is not None:
+            levels = tuple(self.sd_iterations_override)
+            if len(levels) != k:
+                raise ValueError(f"sd_iterations_override has {len(levels)} entries for {k} users")
+            bad = [
+                n
+                for n in levels
+                if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1)
+            ]
+            if bad:
+                raise ValueError("sd_iterations_override entries must be None or integers >= 1")
+            object.__setattr__(self, "sd_iterations_override", levels)
 
     # -- identity ---------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -146,6 +161,8 @@ class Instance:
         changes["user_ids"] = tuple(self.user_ids[i] for i in idx)
         if self.distance_m is not None:
             changes["distance_m"] = tuple(self.distance_m[i] for i in idx)
+        if self.sd_iterations_override is not None:
+            changes["sd_iterations_override"] = tuple(self.sd_iterations_override[i] for i in idx)
         return self.replace(**changes)
 
     # -- sizes -------------------------------------------------------------------
@@ -174,11 +191,22 @@ class Instance:
         return _ro(a * (1.0 - a**self.server.draft_length) / (1.0 - a))
 
     @cached_property
-    def sd_iterations(self) -> IntArray:
+    def formula_sd_iterations(self) -> IntArray:
         """``N_k = ceil(LO_k / (LA_k + 1) - 1e-9)``, at least 1 (decision D5)."""
         n = [
             max(1, math.ceil(lo / (la + 1.0) - 1e-9))
             for lo, la in zip(self.output_tokens.tolist(), self.accepted_drafts.tolist(), strict=True)
+        ]
+        return _ro(np.array(n, dtype=np.int64))
+
+    @cached_property
+    def sd_iterations(self) -> IntArray:
+        """``N_k`` as planned: the file's ``sd_iterations`` where given, else the formula's."""
+        if self.sd_iterations_override is None:
+            return self.formula_sd_iterations
+        n = [
+            f if o is None else o
+            for f, o in zip(self.formula_sd_iterations.tolist(), self.sd_iterations_override, strict=True)
         ]
         return _ro(np.array(n, dtype=np.int64))
 

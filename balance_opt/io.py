@@ -203,6 +203,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     columns: dict[str, list[Any]] = {f: [] for f, _ in USER_ARRAY_FIELDS}
     ids: list[str] = []
     distances: list[float | None] = []
+    levels: list[int | None] = []
     seen: dict[str, int] = {}
     for i, u in enumerate(users):
         p = f"users[{i}]"
@@ -228,6 +229,8 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
         distances.append(
             None if d is None else c.number_value(d, f"{p}.distance_m", ">= 0", lambda x: x >= 0)
         )
+        # optional: a planned SD iteration count replacing the formula's N_k
+        levels.append(c.integer(u, "sd_iterations", p) if "sd_iterations" in u else None)
     return Instance(
         name=name,
         server=server,
@@ -235,6 +238,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
         slm=slm,
         user_ids=tuple(ids),
         distance_m=tuple(distances) if any(d is not None for d in distances) else None,
+        sd_iterations_override=tuple(levels) if any(n is not None for n in levels) else None,
         generator=generator,
         description=description,
         **columns,  # type: ignore[arg-type]
@@ -281,6 +285,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             u[f] = int(v) if dtype is np.int64 else float(v)
         if inst.distance_m is not None and inst.distance_m[k] is not None:
             u["distance_m"] = inst.distance_m[k]
+        if inst.sd_iterations_override is not None and inst.sd_iterations_override[k] is not None:
+            u["sd_iterations"] = inst.sd_iterations_override[k]
         users.append(u)
     doc["users"] = users
     return doc
