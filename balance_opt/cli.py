@@ -22,11 +22,13 @@ COMMAND_MODULES = (
     "balance_opt.commands.generate",
     "balance_opt.commands.validate",
     "balance_opt.commands.evaluate",
+    "balance_opt.commands.check",
     "balance_opt.commands.solve",
     "balance_opt.commands.export",
     "balance_opt.commands.report",
     "balance_opt.commands.experiment",
     "balance_opt.commands.regress",
+    "balance_opt.commands.library",
     "balance_opt.commands.demo",
 )
 
