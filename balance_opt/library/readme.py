@@ -52,7 +52,9 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
     """The README of ``lib`` as stored in ``folder`` (its ledger and reference, when present)."""
     seeds = ", ".join(map(str, lib.seeds))
     lines = [
-        f"# {lib.name}: {lib.title}",
+        f"# Library set `{lib.name}`",
+        "",
+        f"{lib.title}.",
         "",
         "## Instances",
         "",

@@ -37,7 +37,7 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
-from balance_opt.runner import collect_instance_paths, run_batch
+from balance_opt.runner import Executor, collect_instance_paths, run_batch
 
 # Fields of a solver's document that are about the run, not the schedule: not stored.
 RUN_FIELDS = ("run", "stats")
@@ -119,6 +119,7 @@ def build_references(
     max_users: int | None = None,
     only: Sequence[str] = (),
     jobs: int = 1,
+    executor: Executor | None = None,
     log: Callable[[str], None] = print,
 ) -> RefsOutcome:
     """Run ``configs`` and the heuristics on the set; rebuild the table.
@@ -139,7 +140,7 @@ def build_references(
             continue
         log(f"{folder.name}: {cfg.name} on {len(fresh)} instance(s) ({len(todo) - len(fresh)} done before)")
         b.config = cfg
-        run_batch(fresh, [cfg], jobs=jobs, progress=False, on_solution=b.record)
+        run_batch(fresh, [cfg], executor=executor, jobs=jobs, progress=False, on_solution=b.record)
     b.outcome.rows = rebuild_table(folder, b)
     return b.outcome
 
