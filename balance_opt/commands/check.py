@@ -108,7 +108,7 @@ def write_out(folder: Path, table: Sequence[dict[str, Any]]) -> None:
 def print_text(table: Sequence[dict[str, Any]], totals: dict[str, int]) -> None:
     head = ("instance", "feasible", "served", "best_known", "gap", "ratio", "solver")
     widths = [max([len(h), *(len(_text(r[h])) for r in table)]) for h in head]
-    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
     for r in table:
         print("  ".join(_text(r[h]).ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
         if r["note"]:

@@ -157,7 +157,7 @@ def check_paths(library: Library, paths: Iterable[Path]) -> tuple[list[Score], l
     Inside a folder, files of another schema (instance files of a run folder) are skipped;
     a file named on the command line must be a solution.
     """
-    given = {Path(p) for p in paths}
+    given = [Path(p) for p in paths]
     scores: list[Score] = []
     errors: list[InputError] = []
     for path in solution_paths(given):
