@@ -78,7 +78,7 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
         lines += [
             f"Now: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))} "
             f"({', '.join(f'{n} {c}' for c, n in sorted(classes.items()))}); "
-            f"{trivial} instance(s) have only the trivial bound K.",
+            f"{trivial} instance(s) have only the trivial bound K (no solver has proved a smaller one yet).",
             "",
         ]
     ledger = read_ledger(folder)
