@@ -347,38 +347,30 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
 
 
 def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | None = None) -> dict[str, Any]:
-    """Validate a solution document (and, given the instance, its assignment's user ids)."""
+    """Validate a solution document (and, given the instance, its assignment's user ids).
+
+    Required: ``schema``, ``version``, ``z``, ``assignment`` and ``instance`` or
+    ``instance_sha256``; every other field is optional (an outside tool need not write
+    them), but a field that is present must follow its rule.
+    """
     c = _Checker(source)
     _check_header(c, doc, SOLUTION_SCHEMA)
-    c.string(doc, "instance", "")
-    sha = c.string(doc, "instance_sha256", "")
-    if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
-        raise c.fail("instance_sha256", f"must be 64 lowercase hex digits, got {_show(sha)}")
-    c.string(doc, "solver", "")
-    c.obj(doc, "options", "")
-    status = c.get(doc, "status", "")
-    if status not in STATUSES:
-        raise c.fail("status", f"must be one of {', '.join(STATUSES)}, got {_show(status)}")
-    served = c.integer(doc, "served", "", minimum=0)
-    if status == "error" and served != 0:
-        raise c.fail("served", f'must be 0 when status is "error", got {served}')
-    bound = c.get(doc, "bound", "")
-    if bound is not None:
-        bound = c.integer(doc, "bound", "", minimum=0)
-    if status == "optimal" and bound != served:
-        raise c.fail("bound", f'must equal served ({served}) when status is "optimal", got {_show(bound)}')
+    if "instance" not in doc and "instance_sha256" not in doc:
+        raise c.fail("instance", "is required when instance_sha256 is missing (one must name the instance)")
+    if "instance" in doc:
+        c.string(doc, "instance", "")
+    if "instance_sha256" in doc:
+        sha = c.string(doc, "instance_sha256", "")
+        if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
+            raise c.fail("instance_sha256", f"must be 64 lowercase hex digits, got {_show(sha)}")
+    _check_optional_claims(c, doc)
     c.number(doc, "z", "", "in [0, 1]", lambda x: 0.0 <= x <= 1.0)
-    if c.get(doc, "lambda", "") is not None:
+    if doc.get("lambda") is not None:
         c.number(doc, "lambda", "", "in [0, 1] or null", lambda x: 0.0 <= x <= 1.0)
     assignment = c.obj(doc, "assignment", "")
     for uid, mode in assignment.items():
         if mode not in ("ad", "sd", "none"):
             raise c.fail(f"assignment.{uid}", f'must be "ad", "sd" or "none", got {_show(mode)}')
-    c.number(doc, "runtime_s", "", ">= 0", lambda x: x >= 0)
-    if not isinstance(c.get(doc, "feasible", ""), bool):
-        raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
-    if status == "error":
-        c.string(doc, "error", "")
     if inst is not None:
         missing = [u for u in inst.user_ids if u not in assignment]
         if missing:
@@ -387,6 +379,31 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
         if extra:
             raise c.fail("assignment", f"names users the instance does not have: {extra[:5]}")
     return dict(doc)
+
+
+def _check_optional_claims(c: _Checker, doc: Mapping[str, Any]) -> None:
+    """The rules of the optional fields that are present (solver, status, served, bound, ...)."""
+    if "solver" in doc:
+        c.string(doc, "solver", "")
+    if "options" in doc:
+        c.obj(doc, "options", "")
+    status = doc.get("status")
+    if "status" in doc and status not in STATUSES:
+        raise c.fail("status", f"must be one of {', '.join(STATUSES)}, got {_show(status)}")
+    served = c.integer(doc, "served", "", minimum=0) if "served" in doc else None
+    if status == "error" and served not in (None, 0):
+        raise c.fail("served", f'must be 0 when status is "error", got {served}')
+    bound = doc.get("bound")
+    if bound is not None:
+        bound = c.integer(doc, "bound", "", minimum=0)
+    if status == "optimal" and served is not None and "bound" in doc and bound != served:
+        raise c.fail("bound", f'must equal served ({served}) when status is "optimal", got {_show(bound)}')
+    if "runtime_s" in doc:
+        c.number(doc, "runtime_s", "", ">= 0", lambda x: x >= 0)
+    if "feasible" in doc and not isinstance(doc["feasible"], bool):
+        raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
+    if status == "error":
+        c.string(doc, "error", "")
 
 
 def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, Any]:

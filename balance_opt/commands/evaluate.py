@@ -64,13 +64,17 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
         if args.z is not None or args.assign is not None:
             raise UsageError("give either a SOLUTION file or --z/--assign, not both")
         doc = read_solution(args.solution, inst)
+        sha = doc.get("instance_sha256")
         notes = {
             "solution": str(args.solution),
-            "solver": doc["solver"],
-            "status": doc["status"],
-            "instance_sha256_matches": doc["instance_sha256"] == sha256_bytes(read_bytes(args.instance)),
-            "claimed_served": doc["served"],
-            "claimed_feasible": doc["feasible"],
+            "solver": doc.get("solver"),
+            "status": doc.get("status"),
+            "instance_sha256_matches": None
+            if sha is None
+            else sha == sha256_bytes(read_bytes(args.instance)),
+            "claimed_served": doc.get("served"),
+            "claimed_feasible": doc.get("feasible"),
+            "claims": doc,
         }
         return Schedule.from_assignment(inst, doc["z"], doc["assignment"]), notes
     if args.z is None:
@@ -93,11 +97,8 @@ def handle(args: argparse.Namespace) -> int:
         return compare_modes(inst, args.json)
     schedule, notes = _schedule(args, inst)
     ev = evaluate(inst, schedule)
-    if notes and not notes["instance_sha256_matches"]:
-        print(
-            f"balance-opt evaluate: warning: {args.solution}: instance_sha256 does not match {args.instance}",
-            file=sys.stderr,
-        )
+    if notes:
+        _warn_about_claims(args, inst, notes, ev)
     if args.json:
         doc = ev.to_dict(inst)
         doc["instance"] = inst.name
@@ -110,6 +111,24 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(format_evaluation(inst, schedule, ev))
     return 0
+
+
+def _warn_about_claims(
+    args: argparse.Namespace, inst: Instance, notes: dict[str, Any], ev: Evaluation
+) -> None:
+    """Warn (standard error) where the solution names another instance or claims what is not so."""
+    from balance_opt.library.claims import claim_mismatches
+
+    claims = notes.pop("claims")
+    warnings = []
+    if notes["instance_sha256_matches"] is False:
+        warnings.append(f"instance_sha256 does not match {args.instance}")
+    if claims.get("instance", inst.name) != inst.name:
+        warnings.append(f"names instance {claims['instance']!r}, but {args.instance} is {inst.name!r}")
+    mismatches = claim_mismatches(claims, ev)
+    notes["claim_mismatches"] = mismatches
+    for w in [*warnings, *mismatches]:
+        print(f"balance-opt evaluate: warning: {args.solution}: {w}", file=sys.stderr)
 
 
 def _fmt(x: float | None, spec: str = ".6f") -> str:

@@ -1,0 +1,122 @@
+"""``balance-opt library``: write the benchmark library, compute its references, verify them.
+
+- ``library generate ROOT`` writes every set's instance files and README;
+- ``library refs SET_FOLDER --solver NAME ...`` runs solvers on one set, resumably, and
+  rebuilds its ``reference.csv``;
+- ``library verify ROOT_OR_SET`` re-checks every stored reference schedule with the
+  evaluator and that the table agrees with it (no solver runs; what CI does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "library",
+        help="the benchmark library: generate its sets, compute references, verify them",
+        description="The benchmark library of instance sets with certified references (docs/library.md).",
+    )
+    lib = p.add_subparsers(dest="library_command", metavar="ACTION", required=True)
+    g = lib.add_parser("generate", help="write the library's instance files and READMEs")
+    g.add_argument("root", type=Path, metavar="ROOT", help="library folder, e.g. instances/paper")
+    g.add_argument("--set", action="append", dest="sets", metavar="NAME", help="only this set (repeatable)")
+    g.set_defaults(func=handle_generate)
+    r = lib.add_parser(
+        "refs",
+        help="compute or improve one set's references (resumable)",
+        description="Solve SET's instances with each solver configuration not run on them before "
+        "(and the six heuristics), store each better schedule the evaluator accepts, and rebuild "
+        "SET/reference.csv. A proved bound below an accepted schedule stops with exit status 1.",
+    )
+    r.add_argument("folder", type=Path, metavar="SET", help="a set folder, e.g. instances/paper/fig6")
+    r.add_argument("--solver", action="append", metavar="NAME", help="a registered solver (repeatable)")
+    r.add_argument("--config", action="append", metavar="FILE", help="a solver configuration file")
+    r.add_argument("--time-limit", type=float, metavar="S", help="per-solve limit of the exact solvers")
+    r.add_argument("--max-k", type=int, metavar="K", help="run the given solvers only where K <= this")
+    r.add_argument(
+        "--only", action="append", default=[], metavar="PATTERN",
+        help="run the given solvers only on instances whose stem matches (fnmatch, repeatable)",
+    )  # fmt: skip
+    r.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1)")
+    r.set_defaults(func=handle_refs)
+    v = lib.add_parser("verify", help="re-check every stored reference schedule (evaluator only)")
+    v.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
+    v.set_defaults(func=handle_verify)
+
+
+def handle_generate(args: argparse.Namespace) -> int:
+    from balance_opt.cli import UsageError
+    from balance_opt.library.readme import commands_of, write_readme
+    from balance_opt.library.sets import SETS, write_library
+
+    try:
+        written = write_library(args.root, args.sets)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for name, files in written.items():
+        folder = args.root / name
+        write_readme(SETS[name], folder, commands_of(folder))
+        print(f"{folder}: {len(files)} instance files")
+    return 0
+
+
+def handle_refs(args: argparse.Namespace) -> int:
+    from balance_opt.cli import UsageError
+    from balance_opt.configs import resolve_configs
+    from balance_opt.library.readme import remember, write_readme
+    from balance_opt.library.reference import ReferenceContradiction
+    from balance_opt.library.refs import build_references
+    from balance_opt.library.sets import set_of
+
+    lib = set_of(args.folder)
+    if lib is None or not args.folder.is_dir():
+        raise UsageError(
+            f"{args.folder}: not a library set folder (write it with `balance-opt library generate`)"
+        )
+    configs = resolve_configs(args.solver, args.config, args.time_limit) if args.solver or args.config else []
+    try:
+        out = build_references(args.folder, configs, max_users=args.max_k, only=args.only, jobs=args.jobs)
+    except ReferenceContradiction as exc:
+        print(f"balance-opt library refs: CONTRADICTION: {exc}", file=sys.stderr)
+        return 1
+    write_readme(lib, args.folder, remember(args.folder, refs_command(args)))
+    for line in out.improved:
+        print(f"improved: {line}")
+    optimal = sum(r["status"] == "optimal" for r in out.rows)
+    print(
+        f"{args.folder}: {out.solved} solves, {out.skipped} skipped (done before); "
+        f"{optimal}/{len(out.rows)} optimal"
+    )
+    return 0
+
+
+def refs_command(args: argparse.Namespace) -> str:
+    """The command line of a ``library refs`` run, as its set's README lists it."""
+    words = ["balance-opt", "library", "refs", str(args.folder)]
+    words += [w for s in args.solver or [] for w in ("--solver", s)]
+    words += [w for c in args.config or [] for w in ("--config", c)]
+    if args.time_limit is not None:
+        words += ["--time-limit", f"{args.time_limit:g}"]
+    if args.max_k is not None:
+        words += ["--max-k", str(args.max_k)]
+    words += [w for pattern in args.only for w in ("--only", pattern)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def handle_verify(args: argparse.Namespace) -> int:
+    from balance_opt.library.verify import verify_library
+
+    problems, checked = verify_library(args.paths)
+    for p in problems:
+        print(f"problem: {p}")
+    if problems:
+        print(f"{len(problems)} problem(s) in {checked} reference row(s)", file=sys.stderr)
+        return 1
+    print(f"ok: {checked} reference row(s) agree with their instances and stored schedules")
+    return 0

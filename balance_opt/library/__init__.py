@@ -1,0 +1,1 @@
+"""The benchmark library: instance sets, certified references, and the checker of outside solutions."""

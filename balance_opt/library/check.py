@@ -1,0 +1,171 @@
+"""Score solutions from any solver against the library: ``balance-opt check``.
+
+Each schedule is matched to a library instance by ``instance_sha256`` (or by
+``instance``, the file stem, when there is no digest), re-checked by the evaluator and
+set beside the instance's reference: gap ``best_known - served``, ratio
+``served / best_known``, and whether it beats the best known (a new record) or, worse,
+the proved bound (then a reference or the evaluator is wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.io import (
+    SOLUTION_SCHEMA,
+    InputError,
+    check_solution_dict,
+    parse_json,
+    read_bytes,
+    read_instance,
+)
+from balance_opt.library.claims import claim_mismatches
+from balance_opt.library.reference import read_reference
+from balance_opt.library.verify import set_folders
+
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One library instance and its reference row."""
+
+    set: str
+    folder: Path
+    row: Mapping[str, str]
+
+    @property
+    def stem(self) -> str:
+        return self.row["instance"]
+
+
+class Library:
+    """Every set's reference rows, by instance sha256 and by instance name."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.by_sha: dict[str, Entry] = {}
+        self.by_name: dict[str, Entry] = {}
+        for folder in set_folders(paths):
+            for row in read_reference(folder).values():
+                entry = Entry(folder.name, folder, row)
+                self.by_sha[row["sha256"]] = entry
+                self.by_name.setdefault(row["instance"], entry)
+
+    def match(self, doc: Mapping[str, Any], source: str) -> Entry:
+        sha, name = doc.get("instance_sha256"), doc.get("instance")
+        if sha is not None and sha in self.by_sha:
+            return self.by_sha[sha]
+        if sha is not None:
+            if name in self.by_name:
+                e = self.by_name[name]
+                raise InputError(
+                    source, "instance_sha256", f"does not match the library's {e.set}/{e.stem}.json"
+                )
+            raise InputError(source, "instance_sha256", "matches no instance of the library")
+        if name not in self.by_name:
+            raise InputError(source, "instance", f"names no instance of the library, got {name!r}")
+        return self.by_name[name]
+
+
+@dataclass
+class Score:
+    """One checked solution."""
+
+    solution: str
+    instance: str
+    set: str
+    solver: str | None
+    feasible: bool
+    served: int
+    best_known: int
+    bound: int
+    reference_status: str
+    gap: int | None
+    ratio: float | None
+    new_record: bool
+    above_bound: bool
+    claim_mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.feasible and not self.claim_mismatches
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
+    """Match, evaluate and compare one solution document (InputError on bad input)."""
+    doc = check_solution_dict(doc, source)
+    entry = library.match(doc, source)
+    inst = read_instance(entry.folder / f"{entry.stem}.json")
+    check_solution_dict(doc, source, inst)
+    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    best, bound = int(entry.row["best_known"]), int(entry.row["bound"])
+    feasible_served = ev.served if ev.feasible else None
+    return Score(
+        solution=source,
+        instance=entry.stem,
+        set=entry.set,
+        solver=doc.get("solver"),
+        feasible=ev.feasible,
+        served=ev.served,
+        best_known=best,
+        bound=bound,
+        reference_status=entry.row["status"],
+        gap=None if feasible_served is None else best - feasible_served,
+        ratio=None if feasible_served is None or best == 0 else round(feasible_served / best, 6),
+        new_record=feasible_served is not None and feasible_served > best,
+        above_bound=feasible_served is not None and feasible_served > bound,
+        claim_mismatches=claim_mismatches(doc, ev),
+    )
+
+
+def _table_solutions(path: Path) -> list[Path]:
+    """The solution files a results table points at (its ``solution_file`` column)."""
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except Exception as exc:
+        raise InputError(str(path), "", f"cannot be read as a results table: {exc}") from None
+    if "solution_file" not in df:
+        raise InputError(str(path), "solution_file", "is a required column of a results table")
+    return [path.parent / str(f) for f in df["solution_file"] if isinstance(f, str) and f]
+
+
+def solution_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given, results tables expanded to their solution files, folders to their ``*.json``."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.json") if q.is_file())
+        elif p.suffix in TABLE_SUFFIXES and p.is_file():
+            out += _table_solutions(p)
+        else:
+            out.append(p)  # a missing file is reported when it is read
+    return out
+
+
+def check_paths(library: Library, paths: Iterable[Path]) -> tuple[list[Score], list[InputError]]:
+    """Scores of every solution under ``paths`` and the bad inputs met on the way.
+
+    Inside a folder, files of another schema (instance files of a run folder) are skipped;
+    a file named on the command line must be a solution.
+    """
+    given = [Path(p) for p in paths]
+    scores: list[Score] = []
+    errors: list[InputError] = []
+    for path in solution_paths(given):
+        try:
+            doc = parse_json(read_bytes(path), str(path))
+            if path not in given and isinstance(doc, dict) and doc.get("schema") != SOLUTION_SCHEMA:
+                continue
+            scores.append(score(library, doc, str(path)))
+        except InputError as exc:
+            errors.append(exc)
+    return scores, errors

@@ -1,0 +1,173 @@
+"""A set's references: the ledger of every solve (``attempts.csv``) and the table built from it.
+
+The ledger keeps one row per (instance, solver configuration) ever run on the set; the
+reference table (``reference.csv``) is a function of the ledger and of the stored best
+schedules (``solutions/<instance>.json``), so it can be rebuilt at any time:
+
+- ``best_known``: served users of the stored schedule, as the evaluator counts them;
+- ``bound``: the smallest bound a solver proved (the trivial ``K`` when none did); a proved
+  bound below ``best_known`` contradicts a schedule the evaluator accepts and stops the build;
+- ``proved_by``: the solvers whose proved bound equals ``best_known``, each with its
+  fastest time; ``status`` is ``optimal`` only when two different solvers proved it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from balance_opt.io import InputError, atomic_write
+
+HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
+LEDGER = "attempts.csv"
+REFERENCE = "reference.csv"
+SOLUTIONS = "solutions"
+LEDGER_COLUMNS = (
+    "instance", "sha256", "config", "solver", "config_hash", "time_limit_s",
+    "status", "served", "feasible", "bound", "runtime_s", "error",
+)  # fmt: skip
+REFERENCE_COLUMNS = (
+    "instance", "sha256", "K", "status", "best_known", "bound", "class", "proved_by",
+    "bound_by", "best_by", "solution", *HEURISTICS,
+)  # fmt: skip
+# "easy": the fastest certifying proof took at most this long on the suite's 2 cores.
+EASY_SECONDS = 60.0
+# Two proofs count as independent when they come from different solvers.
+CERTIFYING_PROOFS = 2
+# A schedule serving every user is optimal by itself: the bound K needs no solver.
+ALL_SERVED = "all-served"
+
+
+class ReferenceContradiction(RuntimeError):
+    """A proved bound below a schedule the evaluator accepts: a solver or the evaluator is wrong."""
+
+
+@dataclass(frozen=True)
+class Best:
+    """The stored best schedule of one instance, as the evaluator judged it."""
+
+    served: int
+    solver: str
+    path: str  # relative to the set folder
+
+
+def _read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(str(path), "", f"table lacks columns {missing}")
+        return list(reader)
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: _cell(row.get(c)) for c in columns})
+    atomic_write(path, buf.getvalue())
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def read_ledger(folder: Path) -> list[dict[str, str]]:
+    return _read_csv(folder / LEDGER, LEDGER_COLUMNS)
+
+
+def write_ledger(folder: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    ordered = sorted(rows, key=lambda r: (r["instance"], r["config"], str(r["config_hash"])))
+    _write_csv(folder / LEDGER, LEDGER_COLUMNS, ordered)
+
+
+def ledger_row(doc: Mapping[str, Any], stem: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger row of one solution document produced by the batch runner."""
+    return {
+        "instance": stem,
+        "sha256": doc["instance_sha256"],
+        "config": config["name"],
+        "solver": doc["solver"],
+        "config_hash": config["hash"],
+        "time_limit_s": config.get("time_limit_s"),
+        "status": doc["status"],
+        "served": doc["served"],
+        "feasible": bool(doc["feasible"]),
+        "bound": doc["bound"],
+        "runtime_s": f"{float(doc['runtime_s']):.3f}",
+        "error": (doc.get("error") or "")[:200],
+    }
+
+
+def read_reference(folder: Path) -> dict[str, dict[str, str]]:
+    """``{instance: row}`` of a set's ``reference.csv`` (empty when there is none)."""
+    return {r["instance"]: r for r in _read_csv(folder / REFERENCE, REFERENCE_COLUMNS[:7])}
+
+
+def write_reference(folder: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    path = folder / REFERENCE
+    _write_csv(path, REFERENCE_COLUMNS, sorted(rows, key=lambda r: r["instance"]))
+    return path
+
+
+def _proofs(attempts: Sequence[Mapping[str, str]], value: int) -> dict[str, float]:
+    """``{solver: fastest seconds}`` of the attempts whose proved bound is ``value``."""
+    out: dict[str, float] = {}
+    for a in attempts:
+        if a["status"] != "error" and a["bound"] != "" and int(a["bound"]) == value:
+            t = float(a["runtime_s"])
+            out[a["solver"]] = min(t, out.get(a["solver"], t))
+    return out
+
+
+def reference_row(
+    stem: str, sha256: str, users: int, attempts: Sequence[Mapping[str, str]], best: Best | None
+) -> dict[str, Any]:
+    """One row of ``reference.csv``; raises ReferenceContradiction on a bound below a schedule."""
+    current = [a for a in attempts if a["sha256"] == sha256]
+    best_known = 0 if best is None else best.served
+    bounded = [a for a in current if a["status"] != "error" and a["bound"] != ""]
+    bound, bound_by = users, "trivial"  # nobody proved better than K
+    for a in sorted(bounded, key=lambda a: (int(a["bound"]), a["solver"])):
+        bound, bound_by = int(a["bound"]), a["solver"]
+        break
+    if bound < best_known:
+        raise ReferenceContradiction(
+            f"{stem}: {bound_by} proved a bound of {bound}, but the stored schedule of "
+            f"{best.solver if best else '?'} serves {best_known} and the evaluator accepts it"
+        )
+    proofs = _proofs(current, best_known) if bound == best_known else {}
+    if best_known == users:
+        proofs[ALL_SERVED] = 0.0
+    optimal = len(proofs) >= CERTIFYING_PROOFS or ALL_SERVED in proofs
+    fastest = min(proofs.values(), default=None)
+    row: dict[str, Any] = {
+        "instance": stem,
+        "sha256": sha256,
+        "K": users,
+        "status": "optimal" if optimal else "open",
+        "best_known": best_known,
+        "bound": bound,
+        "class": "open"
+        if not optimal
+        else ("easy" if fastest is not None and fastest <= EASY_SECONDS else "hard"),
+        "proved_by": ";".join(f"{s}:{t:.2f}s" for s, t in sorted(proofs.items())),
+        "bound_by": bound_by,
+        "best_by": "" if best is None else best.solver,
+        "solution": "" if best is None else best.path,
+    }
+    for h in HEURISTICS:
+        mine = [a for a in current if a["config"] == h and a["feasible"] == "true"]
+        row[h] = max((int(a["served"]) for a in mine), default=None)
+    return row

@@ -1,0 +1,164 @@
+"""Compute or improve a set's references, resumably: ``balance-opt library refs SET``.
+
+Each (instance, solver configuration) pair is solved once: its outcome goes to the set's
+ledger (written atomically after every solve), and a rerun skips the pairs the ledger
+already holds for the same instance bytes and configuration hash, so a stopped build is
+finished by running it again and a longer time limit (a new configuration hash) adds new
+attempts. A schedule replaces the stored best only when the evaluator, run here, accepts
+it and it serves more users; the reference table is rebuilt from the ledger at the end.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from balance_opt.configs import SolverConfig, make_config
+from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.instance import Instance
+from balance_opt.io import (
+    InputError,
+    atomic_write,
+    dumps,
+    parse_json,
+    read_bytes,
+    read_instance,
+    sha256_bytes,
+)
+from balance_opt.library.reference import (
+    HEURISTICS,
+    SOLUTIONS,
+    Best,
+    read_ledger,
+    reference_row,
+    write_ledger,
+    write_reference,
+)
+from balance_opt.runner import Executor, collect_instance_paths, run_batch
+
+# Fields of a solver's document that are about the run, not the schedule: not stored.
+RUN_FIELDS = ("run", "stats")
+
+
+@dataclass
+class RefsOutcome:
+    """What one build did."""
+
+    solved: int = 0
+    skipped: int = 0
+    improved: list[str] = field(default_factory=list)  # "stem: old -> new (solver)"
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def stored_best(folder: Path, stem: str, inst: Instance, sha256: str) -> Best | None:
+    """The stored schedule of ``stem``, judged by the evaluator; None when absent or stale."""
+    path = folder / SOLUTIONS / f"{stem}.json"
+    if not path.exists():
+        return None
+    doc = parse_json(read_bytes(path), str(path))
+    if doc.get("instance_sha256") != sha256:
+        return None  # the instance changed: the old schedule proves nothing about it
+    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    if not ev.feasible:
+        raise InputError(str(path), "assignment", "the stored reference schedule is infeasible")
+    return Best(ev.served, str(doc.get("solver", "")), f"{SOLUTIONS}/{stem}.json")
+
+
+class _Builder:
+    """Receives each solve in the batch process: ledger row, and the best schedule if it is one."""
+
+    def __init__(self, folder: Path, instances: dict[str, tuple[Instance, str]], log: Callable[[str], None]):
+        self.folder, self.instances, self.log = folder, instances, log
+        self.ledger = {(r["instance"], r["config_hash"]): r for r in read_ledger(folder)}
+        self.best = {s: stored_best(folder, s, inst, sha) for s, (inst, sha) in instances.items()}
+        self.outcome = RefsOutcome()
+        self.config: SolverConfig | None = None
+
+    def done(self, stem: str, cfg: SolverConfig) -> bool:
+        row = self.ledger.get((stem, cfg.hash))
+        return row is not None and row["sha256"] == self.instances[stem][1]
+
+    def record(self, doc: dict[str, Any]) -> None:
+        from balance_opt.library.reference import ledger_row
+
+        assert self.config is not None
+        stem = doc["run"]["stem"]
+        inst, sha = self.instances[stem]
+        cfg = {"name": self.config.name, "hash": self.config.hash, "time_limit_s": self.config.time_limit_s}
+        row = {k: str(v if v is not None else "") for k, v in ledger_row(doc, stem, cfg).items()}
+        row["feasible"] = "true" if doc["feasible"] else "false"
+        self.ledger[stem, self.config.hash] = row
+        write_ledger(self.folder, self.ledger.values())
+        self.outcome.solved += 1
+        if doc["status"] != "error":
+            self._offer(stem, inst, sha, doc)
+
+    def _offer(self, stem: str, inst: Instance, sha: str, doc: dict[str, Any]) -> None:
+        ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+        old = self.best[stem]
+        if not ev.feasible or (old is not None and ev.served <= old.served):
+            return
+        kept = {k: v for k, v in doc.items() if k not in RUN_FIELDS}
+        path = atomic_write(self.folder / SOLUTIONS / f"{stem}.json", dumps(kept))
+        self.best[stem] = Best(ev.served, doc["solver"], f"{SOLUTIONS}/{path.name}")
+        was = "none" if old is None else str(old.served)
+        self.outcome.improved.append(f"{stem}: best known {was} -> {ev.served} ({doc['solver']})")
+
+
+def heuristic_configs() -> list[SolverConfig]:
+    return [make_config(h) for h in HEURISTICS]
+
+
+def build_references(
+    folder: str | Path,
+    configs: Sequence[SolverConfig],
+    *,
+    max_users: int | None = None,
+    only: Sequence[str] = (),
+    jobs: int = 1,
+    executor: Executor | None = None,
+    log: Callable[[str], None] = print,
+) -> RefsOutcome:
+    """Run ``configs`` and the heuristics on the set; rebuild the table.
+
+    ``configs`` run only on instances with K <= ``max_users`` whose stem matches one of the
+    ``only`` patterns (``fnmatch``; all when empty); the heuristics run on every instance.
+    """
+    folder = Path(folder)
+    paths = collect_instance_paths([folder])
+    instances = {p.stem: (read_instance(p), sha256_bytes(read_bytes(p))) for p in paths}
+    b = _Builder(folder, instances, log)
+    plan = [(c, True) for c in configs] + [(h, False) for h in heuristic_configs()]
+    for cfg, filtered in plan:
+        todo = [p for p in paths if not filtered or _selected(p.stem, instances[p.stem][0], max_users, only)]
+        fresh = [p for p in todo if not b.done(p.stem, cfg)]
+        b.outcome.skipped += len(todo) - len(fresh)
+        if not fresh:
+            continue
+        log(f"{folder.name}: {cfg.name} on {len(fresh)} instance(s) ({len(todo) - len(fresh)} done before)")
+        b.config = cfg
+        run_batch(fresh, [cfg], executor=executor, jobs=jobs, progress=False, on_solution=b.record)
+    b.outcome.rows = rebuild_table(folder, b)
+    return b.outcome
+
+
+def _selected(stem: str, inst: Instance, max_users: int | None, only: Sequence[str]) -> bool:
+    if max_users is not None and inst.num_users > max_users:
+        return False
+    return not only or any(fnmatch.fnmatchcase(stem, pattern) for pattern in only)
+
+
+def rebuild_table(folder: Path, b: _Builder) -> list[dict[str, Any]]:
+    """Write ``reference.csv`` from the ledger and the stored schedules."""
+    by_stem: dict[str, list[dict[str, str]]] = {}
+    for row in b.ledger.values():
+        by_stem.setdefault(row["instance"], []).append(row)
+    rows = [
+        reference_row(stem, sha, inst.num_users, by_stem.get(stem, []), b.best[stem])
+        for stem, (inst, sha) in sorted(b.instances.items())
+    ]
+    write_reference(folder, rows)
+    return rows
