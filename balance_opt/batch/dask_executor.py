@@ -70,11 +70,13 @@ class DaskExecutor:
     bound the parallelism; with ``jobs`` at most that many tasks are in flight.
     """
 
-    def __init__(self, client: Any, jobs: int | None = None, grace_s: float = DEFAULT_GRACE_S) -> None:
+    def __init__(
+        self, client: Any, jobs: int | None = None, grace_s: float = DEFAULT_GRACE_S, cluster: Any = None
+    ) -> None:
         self.client = client
         self.jobs = jobs
         self.grace_s = grace_s
-        self._cluster: Any = None
+        self.cluster = cluster  # closed with the client: a local cluster started for this batch
 
     @classmethod
     def connect(cls, address: str | None, jobs: int | None = None) -> DaskExecutor:
@@ -85,9 +87,7 @@ class DaskExecutor:
             cluster = distributed.LocalCluster(
                 n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
             )
-            ex = cls(distributed.Client(cluster), jobs=jobs)
-            ex._cluster = cluster
-            return ex
+            return cls(distributed.Client(cluster), jobs=jobs, cluster=cluster)
         try:
             client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except (OSError, TimeoutError) as exc:
@@ -102,8 +102,8 @@ class DaskExecutor:
         try:
             with contextlib.suppress(Exception):
                 self.client.close()
-            if self._cluster is not None:
-                self._cluster.close()
+            if self.cluster is not None:
+                self.cluster.close()
         finally:
             logging.disable(logging.NOTSET)
 
