@@ -204,7 +204,7 @@ def test_lost_scheduler_stops_cleanly_and_a_new_one_resumes(tmp_path: Path) -> N
     assert f"{len(files)} already done" in rerun.stderr
     df = table(run)
     assert len(df) == 10
-    assert set(df["status"]) == {"feasible"}
+    assert set(df["status"]) == {"feasible"}, df["error"].dropna().tolist()
 
 
 def test_unreachable_scheduler_is_one_line_exit_3(
@@ -245,3 +245,34 @@ def test_readme_recipe_with_exact_solves_of_seconds(tmp_path: Path) -> None:
     assert set(df.xs("balance", level="config")["status"]) == {"feasible"}
     assert set(df.xs("milp-highs", level="config")["status"]) <= {"optimal", "time_limit"}
     assert df["runtime_s"].max() > 1  # solves that take seconds, as the issue asked
+
+
+class _Future:
+    def __init__(self, status: str, exc: Exception) -> None:
+        self.status, self.exc = status, exc
+
+    def result(self) -> Any:
+        raise self.exc
+
+
+def test_an_answer_lost_in_transit_is_a_lost_scheduler_not_an_error_row(tmp_path: Path) -> None:
+    """A finished task whose result cannot be fetched (the scheduler died meanwhile) is not a failed solve."""
+    from balance_opt.batch.dask_executor import SchedulerLost
+    from balance_opt.batch.task import make_task
+    from balance_opt.io import read_bytes, sha256_bytes
+
+    path = next(make_instances(tmp_path / "inst", 1, users=2).iterdir())
+    data = read_bytes(path)
+    task = make_task(make_config("ad-only"), data, str(path), sha256_bytes(data), path.stem)
+    client = type("Client", (), {"status": "running", "scheduler": None})()
+    ex = DaskExecutor(client)
+    with pytest.raises(SchedulerLost):
+        ex._answer(_Future("finished", OSError("Connection reset by peer")), task)
+    with pytest.raises(SchedulerLost):
+        ex._answer(_Future("cancelled", RuntimeError("cancelled")), task)
+    doc = ex._answer(_Future("error", RuntimeError("KilledWorker: the task killed 4 workers")), task)
+    assert doc["status"] == "error"
+    assert "dask task failed: RuntimeError: KilledWorker" in doc["error"]
+    client.status = "closed"
+    with pytest.raises(SchedulerLost):
+        ex._answer(_Future("error", RuntimeError("no scheduler")), task)

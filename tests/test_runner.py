@@ -310,6 +310,7 @@ def test_failed_solves_exit_0_unless_fail_on_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from balance_opt import cli
+    from balance_opt.commands.solve import failed
 
     inst = make_instances(tmp_path / "inst", 2, users=2)
     args = [
@@ -327,6 +328,9 @@ def test_failed_solves_exit_0_unless_fail_on_error(
     assert "2 of 4 solves failed" in capsys.readouterr().err
     ok = ["solve", str(inst), "--solver", "ad-only", "--out", str(tmp_path / "ok"), "--fail-on-error"]
     assert cli.main(ok) == 0
+    killed = {"status": "time_limit", "stats": {"killed": "killed after 9 s"}}
+    assert failed(killed)
+    assert not failed({"status": "time_limit", "stats": {"nodes": 3}})  # stopped itself, with its best
     with pytest.raises(SystemExit):
         cli.main(["solve", "--help"])
     assert "Exit status: 0 when every pair has its row" in " ".join(capsys.readouterr().out.split())

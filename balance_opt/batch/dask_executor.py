@@ -141,16 +141,25 @@ class DaskExecutor:
                 submit()
         finally:
             if running:
-                self.client.cancel(list(running))
+                # Best effort: a client without its scheduler cannot cancel, and must not mask why.
+                with contextlib.suppress(Exception):
+                    self.client.cancel(list(running))
 
     def _answer(self, fut: Any, task: Task) -> dict[str, Any]:
-        """The task's solution; a task the cluster failed becomes an ``error`` solution."""
+        """The task's solution; a task the cluster failed becomes an ``error`` solution.
+
+        ``solve_on_worker`` never raises, so a task in state ``error`` is one that dask
+        gave up on (``KilledWorker``); any other failure to get the answer (a cancelled
+        future, a result that cannot be fetched) means the scheduler is gone.
+        """
+        lost = SchedulerLost(f"lost the dask scheduler at {self._address()} during the batch")
         if fut.status == "cancelled":
-            # Only the client cancels, on losing its scheduler: the task may never have run.
-            raise SchedulerLost(f"lost the dask scheduler at {self._address()} during the batch")
+            raise lost
         try:
             doc: dict[str, Any] = fut.result()
-        except Exception as exc:  # the task kept killing its workers, or could not run
+        except Exception as exc:
+            if fut.status != "error" or self.client.status != "running":
+                raise lost from None
             return failed_doc(task, "error", f"dask task failed: {type(exc).__name__}: {_one_line(exc)}", 0.0)
         return doc
 
