@@ -6,8 +6,9 @@ child is killed on the worker once the solve overruns its time limit, and a solv
 crashes its child becomes an ``error`` row, exactly as in a local batch. A dask worker
 that dies (``kill -9``, lost machine) has its tasks rerun on another worker by the
 scheduler; a task that keeps killing workers comes back as ``KilledWorker`` and becomes
-an ``error`` row. A lost scheduler ends the batch with :class:`ClusterError`: every
-solution already received is saved, and a rerun against a new scheduler resumes.
+an ``error`` row; one whose answer is lost in transit is solved again. A lost scheduler
+ends the batch with :class:`SchedulerLost`: every solution already received is saved,
+and a rerun against a new scheduler resumes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import logging
 import multiprocessing as mp
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +26,7 @@ from balance_opt.batch.task import Task, failed_doc
 
 INSTALL_HINT = 'dask is not installed; install it with: pip install "balance-opt[dask]"'
 CONNECT_TIMEOUT_S = 10.0
+MAX_REFETCHES = 2
 # A batch waits this long for a first worker before it gives up (workers may still be starting).
 WORKER_WAIT_S = 60.0
 
@@ -124,6 +127,7 @@ class DaskExecutor:
         running: dict[Any, Task] = {}
         window = len(tasks) if self.jobs is None else self.jobs
         done = distributed.as_completed([], loop=self.client.loop)
+        refetches: Counter[int] = Counter()
 
         def submit() -> None:
             while pending and len(running) < window:
@@ -137,7 +141,11 @@ class DaskExecutor:
             submit()
             for fut in done:
                 task = running.pop(fut)
-                on_done(task, self._answer(fut, task))
+                doc = self._answer(fut, task, refetches)
+                if doc is None:
+                    pending.append(task)  # its answer was lost in transit: solve it again, next
+                else:
+                    on_done(task, doc)
                 submit()
         finally:
             if running:
@@ -145,12 +153,14 @@ class DaskExecutor:
                 with contextlib.suppress(Exception):
                     self.client.cancel(list(running))
 
-    def _answer(self, fut: Any, task: Task) -> dict[str, Any]:
-        """The task's solution; a task the cluster failed becomes an ``error`` solution.
+    def _answer(self, fut: Any, task: Task, refetches: Counter[int]) -> dict[str, Any] | None:
+        """The task's solution; None when it must be solved again.
 
         ``solve_on_worker`` never raises, so a task in state ``error`` is one that dask
-        gave up on (``KilledWorker``); any other failure to get the answer (a cancelled
-        future, a result that cannot be fetched) means the scheduler is gone.
+        gave up on (``KilledWorker``): an ``error`` solution. A cancelled future means the
+        scheduler is gone. A finished task whose result cannot be fetched (its worker or
+        the scheduler died meanwhile) is solved again while the client is connected, at
+        most ``MAX_REFETCHES`` times.
         """
         lost = SchedulerLost(f"lost the dask scheduler at {self._address()} during the batch")
         if fut.status == "cancelled":
@@ -158,9 +168,13 @@ class DaskExecutor:
         try:
             doc: dict[str, Any] = fut.result()
         except Exception as exc:
-            if fut.status != "error" or self.client.status != "running":
+            if self.client.status != "running":
                 raise lost from None
-            return failed_doc(task, "error", f"dask task failed: {type(exc).__name__}: {_one_line(exc)}", 0.0)
+            why = f"{type(exc).__name__}: {_one_line(exc)}"
+            if fut.status != "error" and refetches[id(task)] < MAX_REFETCHES:
+                refetches[id(task)] += 1
+                return None
+            return failed_doc(task, "error", f"dask task failed: {why}", 0.0)
         return doc
 
 
