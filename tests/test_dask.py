@@ -134,7 +134,9 @@ def test_real_cluster_batch_survives_a_killed_worker(tmp_path: Path) -> None:
             [inst],
             configs,
             run,
-            executor=DaskExecutor(client, grace_s=1.0),
+            # A grace that covers a fresh child's imports on a loaded machine, so that the
+            # sleeper has written its pid before it is killed.
+            executor=DaskExecutor(client, grace_s=4.0),
             on_solution=lambda doc: seen.update([(doc["instance"], doc["run"]["config"])]),
         )
         killer.join(timeout=5)
