@@ -1,6 +1,8 @@
 """The ``balance-opt`` command line: subcommands, exit codes, one-line errors.
 
-Exit status: 0 success, 1 internal failure, 2 bad input (message on standard error).
+Exit status: 0 success, 1 internal failure, 2 bad input (message on standard error);
+a batch ``solve`` also exits 3 when its dask scheduler is lost and 4 under
+``--fail-on-error`` when a solve failed (docs/batch.md).
 Each subcommand lives in its own module under :mod:`balance_opt.commands` and exposes
 ``register(subparsers)``; modules import their heavy dependencies inside the handler.
 """

@@ -122,13 +122,34 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _reject_constant(name: str) -> float:
-    # json accepts NaN / Infinity by default; FORMATS.md does not.
-    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
+class _NonFinite:
+    """Stands in for a ``NaN`` / ``Infinity`` literal until its JSON path is known."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _find_non_finite(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The JSON path and literal of the first non-finite number, in document order."""
+    if isinstance(value, _NonFinite):
+        return path, value.name
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _find_non_finite(item, f"{path}[{key}]" if isinstance(key, int) else _join(path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def parse_json(text: str | bytes, source: str) -> Any:
-    """Strict JSON: no NaN / Infinity, duplicate keys rejected."""
+    """Strict JSON: no NaN / Infinity (named by JSON path), duplicate keys rejected."""
+    seen: list[_NonFinite] = []
+
+    def non_finite(name: str) -> _NonFinite:
+        # json accepts NaN / Infinity by default; FORMATS.md does not. Rejected after
+        # parsing, when the tree gives the literal its path.
+        seen.append(_NonFinite(name))
+        return seen[-1]
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -139,9 +160,13 @@ def parse_json(text: str | bytes, source: str) -> Any:
         return out
 
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=no_duplicates)
+        doc = json.loads(text, parse_constant=non_finite, object_pairs_hook=no_duplicates)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise InputError(source, "", f"is not valid JSON: {exc}") from None
+    found = _find_non_finite(doc) if seen else None
+    if found is not None:
+        raise InputError(source, found[0], f"{found[1]} is not valid JSON (numbers must be finite)")
+    return doc
 
 
 def _check_header(c: _Checker, doc: Any, schema: str) -> None:

@@ -25,6 +25,7 @@ DOUBLES = {
     "test-sleep": "tests.doubles:SleepingSolver",
     "test-chatty": "tests.doubles:ChattySolver",
     "test-infeasible": "tests.doubles:InfeasibleSolver",
+    "test-pid-sleep": "tests.doubles:PidSleepingSolver",
 }
 
 
@@ -99,3 +100,17 @@ class InfeasibleSolver(EmptySolver):
     ) -> SolverOutput:
         modes = [1] * instance.num_users
         return SolverOutput(Schedule(instance.server.z_grid[0], modes), "feasible")  # type: ignore[arg-type]
+
+
+class PidSleepingSolver(EmptySolver):
+    """Writes its process id to ``pid_file``, then sleeps ``sleep_s`` ignoring its time limit."""
+
+    name = "test-pid-sleep"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 60.0, "pid_file": ""}
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        with open(self.options["pid_file"], "w") as f:
+            f.write(str(os.getpid()))
+        return super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)

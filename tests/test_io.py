@@ -35,8 +35,8 @@ TINY = VALID / "tiny-K2.json"
 # fixture name -> (JSON path the message must name, fragment of the rule)
 EXPECTED: dict[str, tuple[str, str]] = {
     "not-json": ("", "not valid JSON"),
-    "nan": ("", "numbers must be finite"),
-    "infinity": ("", "numbers must be finite"),
+    "nan": ("users[0].deadline_s", "NaN is not valid JSON (numbers must be finite)"),
+    "infinity": ("users[0].deadline_s", "Infinity is not valid JSON"),
     "duplicate-key": ("", "duplicate key"),
     "top-level-array": ("", "JSON object at the top level"),
     "wrong-schema": ("schema", "must be 'balance-opt/instance'"),

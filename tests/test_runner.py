@@ -304,3 +304,51 @@ def test_work_counters_are_taken_or_summed_over_parts() -> None:
     assert work_counter(per_z, "nodes") == 7
     assert work_counter(per_z, "lp_iterations") is None
     assert work_counter({"nodes": True}, "nodes") is None
+
+
+def test_failed_solves_exit_0_unless_fail_on_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from balance_opt import cli
+    from balance_opt.commands.solve import failed
+
+    inst = make_instances(tmp_path / "inst", 2, users=2)
+    args = [
+        "solve",
+        str(inst),
+        "--solver",
+        "ad-only",
+        "--solver",
+        "test-raise",
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    assert cli.main(args) == 0  # the failures are rows of a complete table
+    assert cli.main([*args, "--fail-on-error"]) == 4  # the rerun reads the error rows back
+    assert "2 of 4 solves failed" in capsys.readouterr().err
+    ok = ["solve", str(inst), "--solver", "ad-only", "--out", str(tmp_path / "ok"), "--fail-on-error"]
+    assert cli.main(ok) == 0
+    killed = {"status": "time_limit", "stats": {"killed": "killed after 9 s"}}
+    assert failed(killed)
+    assert not failed({"status": "time_limit", "stats": {"nodes": 3}})  # stopped itself, with its best
+    with pytest.raises(SystemExit):
+        cli.main(["solve", "--help"])
+    assert "Exit status: 0 when every pair has its row" in " ".join(capsys.readouterr().out.split())
+
+
+def test_nan_in_an_instance_names_its_json_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from balance_opt import cli
+
+    inst = make_instances(tmp_path / "inst", 1, users=3)
+    path = next(inst.iterdir())
+    doc = json.loads(path.read_text())
+    doc["users"][1]["deadline_s"] = float("nan")
+    (inst / "bad.json").write_text(json.dumps(doc))  # json.dumps writes NaN
+    assert cli.main(["solve", str(inst / "bad.json"), "--solver", "ad-only"]) == 2
+    err = capsys.readouterr().err
+    assert f"{inst / 'bad.json'}: users[1].deadline_s: NaN is not valid JSON" in err
+    out = run_batch([inst], [make_config("ad-only")], tmp_path / "run")
+    rows = {d["instance"]: d for d in out.solutions}
+    assert rows["bad"]["status"] == "error"
+    assert "users[1].deadline_s: NaN is not valid JSON" in rows["bad"]["error"]
+    assert rows[path.stem]["status"] == "feasible"

@@ -1,22 +1,44 @@
 """Run a batch on a dask.distributed cluster (optional extra ``balance-opt[dask]``).
 
-Each task is :func:`balance_opt.batch.task.solve_task` on one dask worker; at most
-``jobs`` tasks are in flight, so a task's clock starts about when it starts running.
-A task that raises or whose worker dies becomes an ``error`` solution; one that
-overruns its kill deadline becomes ``time_limit`` (dask cannot stop a running call, so
-its thread is abandoned and its late answer ignored).
+Each task runs on a dask worker thread, which hands the solve to a child process of its
+own (a one-worker :class:`~balance_opt.batch.pool.LocalPool`, kept between tasks): the
+child is killed on the worker once the solve overruns its time limit, and a solve that
+crashes its child becomes an ``error`` row, exactly as in a local batch. A dask worker
+that dies (``kill -9``, lost machine) has its tasks rerun on another worker by the
+scheduler; a task that keeps killing workers comes back as ``KilledWorker`` and becomes
+an ``error`` row; one whose answer is lost in transit is solved again. A lost scheduler
+ends the batch with :class:`SchedulerLost`: every solution already received is saved,
+and a rerun against a new scheduler resumes.
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
+import logging
+import multiprocessing as mp
+import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from balance_opt.batch.pool import DEFAULT_GRACE_S, kill_deadline
-from balance_opt.batch.task import Task, failed_doc, solve_task
+from balance_opt.batch.pool import DEFAULT_GRACE_S, LocalPool
+from balance_opt.batch.task import Task, failed_doc
 
 INSTALL_HINT = 'dask is not installed; install it with: pip install "balance-opt[dask]"'
+CONNECT_TIMEOUT_S = 10.0
+MAX_REFETCHES = 2
+# A batch waits this long for a first worker before it gives up (workers may still be starting).
+WORKER_WAIT_S = 60.0
+
+_local = threading.local()
+
+
+class ClusterError(RuntimeError):
+    """The scheduler cannot be reached, has no workers, or was lost (exit status 3)."""
+
+
+class SchedulerLost(ClusterError):
+    """The scheduler went away during the batch; the solutions received so far are kept."""
 
 
 def _distributed() -> Any:
@@ -29,61 +51,132 @@ def _distributed() -> Any:
     return distributed
 
 
-class DaskExecutor:
-    """Submit tasks to a ``distributed.Client``."""
+def solve_on_worker(task: Task, grace_s: float) -> dict[str, Any]:
+    """Runs on a dask worker: the solve in this thread's child process, killed past its deadline."""
+    pool = getattr(_local, "pool", None)
+    if pool is None:
+        # A dask worker process is daemonic (so that its nanny may kill it), and
+        # multiprocessing refuses children to daemons. The children here cannot outlive
+        # the worker: each dies with it (parent-death signal and watchdog in pool.py).
+        mp.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
+        pool = _local.pool = LocalPool(jobs=1, grace_s=grace_s, keep_workers=True)
+    pool.grace_s = grace_s
+    out: list[dict[str, Any]] = []
+    pool.run([task], lambda _task, doc: out.append(doc))
+    return out[0]
 
-    def __init__(self, client: Any, jobs: int | None = None, grace_s: float = DEFAULT_GRACE_S) -> None:
+
+class DaskExecutor:
+    """Submit tasks to a ``distributed.Client``.
+
+    With ``jobs`` None every task is submitted at once and the cluster's worker threads
+    bound the parallelism; with ``jobs`` at most that many tasks are in flight.
+    """
+
+    def __init__(
+        self, client: Any, jobs: int | None = None, grace_s: float = DEFAULT_GRACE_S, cluster: Any = None
+    ) -> None:
         self.client = client
         self.jobs = jobs
         self.grace_s = grace_s
+        self.cluster = cluster  # closed with the client: a local cluster started for this batch
 
     @classmethod
-    def connect(cls, address: str | None, jobs: int = 1) -> DaskExecutor:
+    def connect(cls, address: str | None, jobs: int | None = None) -> DaskExecutor:
         """A client of the scheduler at ``address`` (a local cluster of ``jobs`` workers if None)."""
         distributed = _distributed()
         if address is None:
-            cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True)
-            return cls(distributed.Client(cluster), jobs=jobs)
-        return cls(distributed.Client(address), jobs=jobs)
+            n = jobs or 1
+            cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            return cls(distributed.Client(cluster), jobs=jobs, cluster=cluster)
+        try:
+            client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"cannot reach the dask scheduler at {address}: {_one_line(exc)}") from None
+        return cls(client, jobs=jobs)
 
-    def _slots(self) -> int:
-        if self.jobs is not None:
-            return self.jobs
-        threads = self.client.nthreads()
-        return max(1, sum(threads.values()))
+    def close(self) -> None:
+        """Close the client (and the local cluster this executor started)."""
+        # A client that lost its scheduler logs its cancelled reconnection as an error with
+        # a traceback; the batch has already said what happened, in one line.
+        logging.disable(logging.ERROR)  # distributed sets its loggers' levels one by one
+        try:
+            with contextlib.suppress(Exception):
+                self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            logging.disable(logging.NOTSET)
+
+    def _address(self) -> str:
+        return str(getattr(self.client.scheduler, "address", None) or "?")
+
+    def _wait_for_workers(self) -> None:
+        try:
+            self.client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except (TimeoutError, OSError):
+            raise ClusterError(
+                f"no dask worker joined the scheduler at {self._address()} within {WORKER_WAIT_S:g} s"
+            ) from None
 
     def run(self, tasks: Sequence[Task], on_done: Callable[[Task, dict[str, Any]], None]) -> None:
         distributed = _distributed()
         pending = list(reversed(tasks))
-        running: dict[Any, tuple[Task, float]] = {}
-        slots = self._slots()
-        try:
-            while pending or running:
-                while pending and len(running) < slots:
-                    task = pending.pop()
-                    fut = self.client.submit(solve_task, task, pure=False)
-                    running[fut] = (task, time.monotonic())
-                distributed.wait(list(running), timeout=0.2, return_when="FIRST_COMPLETED")
-                self._collect(running, on_done)
-        finally:
-            for fut in running:
-                fut.cancel()
+        running: dict[Any, Task] = {}
+        window = len(tasks) if self.jobs is None else self.jobs
+        done = distributed.as_completed([], loop=self.client.loop)
+        refetches: Counter[int] = Counter()
 
-    def _collect(self, running: dict[Any, tuple[Task, float]], on_done: Callable[..., None]) -> None:
-        for fut, (task, started) in list(running.items()):
-            elapsed = time.monotonic() - started
-            if fut.done():
-                del running[fut]
-                try:
-                    doc = fut.result()
-                except Exception as exc:  # the worker died or the task could not run
-                    doc = failed_doc(task, "error", f"dask task failed: {type(exc).__name__}: {exc}", elapsed)
-                on_done(task, doc)
-                continue
-            deadline = kill_deadline(task, self.grace_s)
-            if deadline is not None and elapsed > deadline:
-                del running[fut]
-                fut.cancel()
-                limit = task["config"]["time_limit_s"]
-                msg = f"abandoned after {elapsed:.2f} s, past its {limit:g} s time limit"
-                on_done(task, failed_doc(task, "time_limit", msg, elapsed))
+        def submit() -> None:
+            while pending and len(running) < window:
+                task = pending.pop()
+                fut = self.client.submit(solve_on_worker, task, self.grace_s, pure=False)
+                running[fut] = task
+                done.add(fut)
+
+        self._wait_for_workers()
+        try:
+            submit()
+            for fut in done:
+                task = running.pop(fut)
+                doc = self._answer(fut, task, refetches)
+                if doc is None:
+                    pending.append(task)  # its answer was lost in transit: solve it again, next
+                else:
+                    on_done(task, doc)
+                submit()
+        finally:
+            if running:
+                # Best effort: a client without its scheduler cannot cancel, and must not mask why.
+                with contextlib.suppress(Exception):
+                    self.client.cancel(list(running))
+
+    def _answer(self, fut: Any, task: Task, refetches: Counter[int]) -> dict[str, Any] | None:
+        """The task's solution; None when it must be solved again.
+
+        ``solve_on_worker`` never raises, so a task in state ``error`` is one that dask
+        gave up on (``KilledWorker``): an ``error`` solution. A cancelled future means the
+        scheduler is gone. A finished task whose result cannot be fetched (its worker or
+        the scheduler died meanwhile) is solved again while the client is connected, at
+        most ``MAX_REFETCHES`` times.
+        """
+        lost = SchedulerLost(f"lost the dask scheduler at {self._address()} during the batch")
+        if fut.status == "cancelled":
+            raise lost
+        try:
+            doc: dict[str, Any] = fut.result()
+        except Exception as exc:
+            if self.client.status != "running":
+                raise lost from None
+            why = f"{type(exc).__name__}: {_one_line(exc)}"
+            if fut.status != "error" and refetches[id(task)] < MAX_REFETCHES:
+                refetches[id(task)] += 1
+                return None
+            return failed_doc(task, "error", f"dask task failed: {why}", 0.0)
+        return doc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

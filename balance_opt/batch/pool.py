@@ -122,12 +122,39 @@ class LocalPool:
     its parent-death signal fires when the batch is killed (a forkserver outlives it).
     """
 
-    def __init__(self, jobs: int = 1, grace_s: float = DEFAULT_GRACE_S, context: str | None = None) -> None:
+    def __init__(
+        self,
+        jobs: int = 1,
+        grace_s: float = DEFAULT_GRACE_S,
+        context: str | None = None,
+        keep_workers: bool = False,
+    ) -> None:
         if jobs < 1:
             raise ValueError("jobs must be >= 1")
         self.jobs = jobs
         self.grace_s = grace_s
         self.ctx: Any = mp.get_context(context or "spawn")
+        # keep_workers: idle workers outlive run() and serve the next call (close() ends them),
+        # so a caller with one task at a time (a dask worker) pays the spawn once.
+        self.keep_workers = keep_workers
+        self._kept: list[_Slot] = []
+
+    def close(self) -> None:
+        """Stop the workers kept between runs."""
+        kept, self._kept = self._kept, []
+        for s in kept:
+            s.stop()
+
+    def _reuse(self) -> list[_Slot]:
+        """The kept workers still alive (one may have died while idle)."""
+        kept, self._kept = self._kept, []
+        alive = []
+        for s in kept:
+            if s.proc.is_alive() and not s.conn.closed:
+                alive.append(s)
+            else:
+                s.stop()
+        return alive
 
     def _spawn(self) -> _Slot:
         parent, child = self.ctx.Pipe()
@@ -140,7 +167,7 @@ class LocalPool:
     def run(self, tasks: Sequence[Task], on_done: Done) -> None:
         """Solve every task; ``on_done(task, solution)`` is called in the parent, once per task."""
         pending = deque(tasks)
-        slots: list[_Slot] = []
+        slots = self._reuse()
         try:
             while pending or any(s.task is not None for s in slots):
                 self._dispatch(pending, slots, on_done)
@@ -153,7 +180,10 @@ class LocalPool:
                         slots[i] = self._spawn()
         finally:
             for s in slots:
-                s.stop()
+                if self.keep_workers and s.task is None and s.proc.is_alive():
+                    self._kept.append(s)
+                else:
+                    s.stop()
 
     def _dispatch(self, pending: deque[Task], slots: list[_Slot], on_done: Done) -> None:
         while pending:

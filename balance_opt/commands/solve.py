@@ -8,6 +8,10 @@ from typing import Any
 
 from balance_opt.cli import UsageError
 
+# Exit statuses beside the CLI's 0 / 1 / 2.
+CLUSTER_LOST = 3
+FAILED_SOLVES = 4
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,6 +22,10 @@ def register(sub: Any) -> None:
         "table RUN_DIR/results.{parquet,csv} is kept up to date; a rerun skips the pairs already done. "
         "A solve that raises or crashes its worker becomes an 'error' row; one that runs past 1.1 x its "
         "time limit + 5 s is killed and becomes a 'time_limit' row.",
+        epilog="Exit status: 0 when every pair has its row, failed solves included (they are "
+        "'error' / 'time_limit' rows; --fail-on-error makes them exit 4); 2 bad input; 3 the dask "
+        "scheduler could not be reached or was lost (the solutions received are saved: rerun to "
+        "resume); 1 internal error.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="instance file or directory of instance files")
     what = p.add_argument_group("solvers")
@@ -32,7 +40,10 @@ def register(sub: Any) -> None:
         "--time-limit", type=float, metavar="S", help="per-solve limit for configurations without one"
     )
     limits.add_argument(
-        "--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1: timing)"
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="parallel solves (default: 1 locally, for timing; every worker thread of a dask cluster)",
     )
     limits.add_argument(
         "--executor",
@@ -43,6 +54,12 @@ def register(sub: Any) -> None:
     limits.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--executor dask)")
     limits.add_argument(
         "--retry-errors", action="store_true", help="solve pairs whose last answer was an error"
+    )
+    limits.add_argument(
+        "--fail-on-error",
+        action="store_true",
+        help=f"exit with status {FAILED_SOLVES} when any pair's solve failed: an 'error' row, or a "
+        "solve killed past its time limit (for CI)",
     )
     out = p.add_argument_group("output")
     out.add_argument("--out", metavar="RUN_DIR", help="run folder for solution files and the results table")
@@ -63,12 +80,16 @@ def make_executor(args: argparse.Namespace) -> Any:
     return None
 
 
+def failed(doc: dict[str, Any]) -> bool:
+    """A solve that gave no answer of its own: it raised, crashed, or was killed past its limit."""
+    return doc["status"] == "error" or "killed" in (doc.get("stats") or {})
+
+
 def handler(args: argparse.Namespace) -> int:
     from balance_opt.configs import resolve_configs
-    from balance_opt.io import dumps
-    from balance_opt.runner import collect_instance_paths, read_instance_file, run_batch
+    from balance_opt.runner import collect_instance_paths, read_instance_file
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError("--time-limit must be > 0")
@@ -81,7 +102,26 @@ def handler(args: argparse.Namespace) -> int:
         bad = read_instance_file(paths[0]).error
         if bad is not None:
             raise UsageError(bad)
-    executor = make_executor(args)
+    from balance_opt.batch.dask_executor import ClusterError, SchedulerLost
+
+    try:
+        executor = make_executor(args)
+        try:
+            return run(args, paths, configs, executor)
+        finally:
+            if executor is not None:
+                executor.close()
+    except ClusterError as exc:
+        saved = isinstance(exc, SchedulerLost) and args.out
+        done = "; the solutions received are saved, rerun to resume" if saved else ""
+        print(f"balance-opt solve: error: {exc}{done}", file=sys.stderr)
+        return CLUSTER_LOST
+
+
+def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor: Any) -> int:
+    """Run the batch and report it; the exit status."""
+    from balance_opt.io import dumps
+    from balance_opt.runner import run_batch
 
     single = len(paths) == 1 and len(configs) == 1
 
@@ -98,7 +138,7 @@ def handler(args: argparse.Namespace) -> int:
         configs,
         args.out,
         executor=executor,
-        jobs=args.jobs,
+        jobs=args.jobs or 1,
         progress=None if args.out else False,
         on_solution=show,
         retry_errors=args.retry_errors,
@@ -115,4 +155,8 @@ def handler(args: argparse.Namespace) -> int:
             f"results in {args.out}/results.parquet",
             file=sys.stderr,
         )
+    bad = sum(map(failed, outcome.solutions))
+    if args.fail_on_error and bad:
+        print(f"balance-opt solve: {bad} of {len(outcome.solutions)} solves failed", file=sys.stderr)
+        return FAILED_SOLVES
     return 0
