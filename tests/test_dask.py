@@ -30,6 +30,8 @@ from tests.doubles import DOUBLES
 from tests.test_runner import _alive, _descendants, make_instances, table
 
 distributed = pytest.importorskip("distributed")
+# the cluster loads the cores: with --dist loadgroup, the wall-clock tests share its worker
+pytestmark = pytest.mark.xdist_group("wallclock")
 
 from balance_opt.batch.dask_executor import DaskExecutor  # noqa: E402
 

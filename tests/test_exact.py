@@ -21,7 +21,7 @@ from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, ZData, caps
-from balance_opt.solvers.exact.highs_lp import count_bound, solve
+from balance_opt.solvers.exact.highs_lp import BOUND_EPS, count_bound, solve
 from balance_opt.solvers.exact.warm_lp import WarmLp
 from tests.strategies import small_instances
 from tests.test_milp import brute_force, cases
@@ -138,6 +138,7 @@ def test_exact_equals_milp_highs(preset: str, users: int, seed: int) -> None:
     assert res.served == ref.served
 
 
+@pytest.mark.xdist_group("wallclock")
 def test_time_limit_keeps_a_valid_bound() -> None:
     """Stopped early on a large instance: a schedule, a bound above it, and the limit kept."""
     inst = generate("fig5", 70, seed=1)
@@ -169,5 +170,6 @@ def test_warm_lp_equals_a_fresh_program(inst: Instance, data: st.DataObject) -> 
         cap_a, cap_s, _ = caps(inst, t)
         warm, next_basis = lp.solve(t, cap_a, cap_s, basis)
         fresh = solve(zd.program(box, RELAX, upload=False).program, integer=False).bound
-        assert warm == pytest.approx(fresh, abs=1e-6) or (math.isinf(warm) and math.isinf(fresh))
+        # two simplex runs of one LP agree within HiGHS's tolerances, well inside BOUND_EPS
+        assert warm == pytest.approx(fresh, abs=BOUND_EPS / 2) or (math.isinf(warm) and math.isinf(fresh))
         basis = next_basis if next_basis is not None else basis

@@ -235,6 +235,7 @@ def test_milp_equals_exhaustive(inst: Instance, selectors: str) -> None:
         assert res.served == ref.served == res.bound
 
 
+@pytest.mark.xdist_group("wallclock")
 @pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
 def test_time_limit_gives_schedule_and_bound(name: str) -> None:
     inst = generate("fig4", 30, seed=3)
@@ -247,6 +248,7 @@ def test_time_limit_gives_schedule_and_bound(name: str) -> None:
     assert res.to_solution(inst, "0" * 64)["options"]["time_limit_s"] == 0.5
 
 
+@pytest.mark.xdist_group("wallclock")
 @pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
 def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
     # fig5 K = 70: the bounds of one z alone take about a second without a limit, so

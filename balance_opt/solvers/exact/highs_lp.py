@@ -86,6 +86,7 @@ def solve(p: Program, integer: bool, time_limit: float | None = None) -> Solved:
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)  # the LP value is a bound: keep it close
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 1.0 - 1e-6)  # a count: a gap below 1 is closed

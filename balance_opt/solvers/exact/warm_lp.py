@@ -71,6 +71,7 @@ class WarmLp:
         for key, value in (("output_flag", False), ("threads", 1), ("presolve", "off")):
             h.setOptionValue(key, value)
         h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-9)  # the LP value is a bound: keep it close
         order = np.lexsort((np.asarray(p.rows), np.asarray(p.cols)))
         cols = np.asarray(p.cols, dtype=np.int64)[order]
         n = len(p.obj)
