@@ -127,9 +127,16 @@ def search(
     inc = _first_incumbent(inst, hint, warm_start)
     always = selectors == "always"
     states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
-    budget_end = None if time_limit is None else time.perf_counter() + time_limit * PAIR_BOUND_SHARE
+    budget_end = None
+    if time_limit is not None and deadline is not None:  # within the limit even after a long setup
+        budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
         share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
+        if budget_end is not None and time.perf_counter() >= budget_end:
+            # the bounds' share of the limit is spent: the count bound holds
+            st.bound = st.form.count_bound
+            st.stats["selectors"] = st.form.use_selectors
+            continue
         _combinatorial_bound(inst, st, inc.served, share)
         if selectors == "auto" and _memory_binds(st):
             st.form = build(inst, st.form.z, selectors=True)
