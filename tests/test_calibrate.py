@@ -12,11 +12,11 @@ from balance_opt.calibration.fit import FitError, fit_model, nnls2, row_flops
 from balance_opt.calibration.paper_fig1a import PAPER_REDUCTIONS_PCT, fit
 from balance_opt.calibration.profile_file import read_profile
 from balance_opt.calibration.timings import Timing, timings_csv
-from balance_opt.cli import main
 from balance_opt.generator import generate
 from balance_opt.io import InputError, read_instance
 from balance_opt.model import decode_flops, prefill_flops, verify_flops
 from balance_opt.profiles import FITTED, get_model
+from tests.test_cli_basic import run
 
 TRUE = {"llm": (1.3e-14, 0.012), "slm": (2.1e-14, 0.0031)}
 HEADER = "model,phase,batch,new_tokens,context_tokens,seconds\n"
@@ -95,15 +95,6 @@ def test_a_model_needs_two_distinct_workloads() -> None:
     lm = get_model("llama-2-7b").language_model(1.0, 0.0)
     with pytest.raises(FitError, match="two rows"):
         fit_model(lm, [Timing("llm", "decode", 1, 1, 10, 0.01)] * 3)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_calibrate_then_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

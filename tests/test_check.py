@@ -10,22 +10,13 @@ from typing import Any
 
 import pytest
 
-from balance_opt.cli import main
 from balance_opt.io import dumps, read_solution
 from balance_opt.library.reference import read_reference
+from tests.test_cli_basic import run
 
 LIBRARY = Path(__file__).parent.parent / "instances" / "paper"
 FIXTURES = Path(__file__).parent / "fixtures"
 STEMS = ("small-k-11-s0003", "small-k-12-s0002")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

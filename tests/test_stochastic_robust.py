@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from balance_opt.cli import main
 from balance_opt.evaluate import SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
@@ -25,15 +24,7 @@ from balance_opt.stochastic import (
     simulate,
 )
 from tests.strategies import small_instances
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse's own usage errors
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.test_cli_basic import run
 
 
 @pytest.fixture
