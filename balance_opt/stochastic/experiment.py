@@ -54,7 +54,7 @@ class Settings:
 
     out: Path
     seeds: int = 2
-    reference: str = "milp-highs"
+    reference: str = "exact"
     time_limit_s: float = 10.0
     trials: int = 2000
     sim_seed: int = 1
