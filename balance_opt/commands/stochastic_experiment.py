@@ -19,9 +19,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--out", default="reports/stochastic", metavar="DIR")
     p.add_argument("--seeds", type=int, default=2, metavar="N", help="seeds 1..N per K (default 2)")
-    p.add_argument(
-        "--reference", default="exact", metavar="SOLVER", help="reference solver (default exact)"
-    )
+    p.add_argument("--reference", default="exact", metavar="SOLVER", help="reference solver (default exact)")
     p.add_argument(
         "--time-limit", type=float, default=10.0, metavar="S", help="reference limit per solve (default 10)"
     )
