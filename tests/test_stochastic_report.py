@@ -39,7 +39,7 @@ def fake_rows() -> pd.DataFrame:
 
 
 def test_report_from_rows(tmp_path: Path) -> None:
-    st = Settings(out=tmp_path, command="balance-opt stochastic-experiment --seeds 2")
+    st = Settings(out=tmp_path, command="balance-opt stochastic-experiment --seeds 2", reference="milp-highs")
     readme = write_report(fake_rows(), st).read_text()
     assert (tmp_path / "figures" / "goodput-vs-k.png").stat().st_size > 0
     assert "balance-opt stochastic-experiment --seeds 2" in readme

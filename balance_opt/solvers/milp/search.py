@@ -42,6 +42,10 @@ TIME_RESERVE = 0.05  # share of the limit kept for model building and evaluation
 PAIR_BOUND_SHARE = 0.15  # at most this share of the limit goes to the combinatorial bounds
 QUICK_SHARE = 0.1  # first sweep: this share of an even split of the time per z ...
 QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if smaller)
+# Translating a K = 70 model for the backend takes about half a second outside the
+# backend's own limit: a z model's share leaves this much room for it, and none is started
+# with less than twice this left.
+TRANSLATE_S = 0.5
 # When to add each mode's optimum alone (a rank, see .ranks) as a row capping that
 # mode's count: in every solve, only after the first sweep, or never. The caps bound
 # every z either way.
@@ -130,14 +134,17 @@ def search(
     budget_end = None
     if time_limit is not None and deadline is not None:  # within the limit even after a long setup
         budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
+    last = 0.0  # seconds the previous z's bounds took: the next one would take about as long
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
         share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
-        if budget_end is not None and time.perf_counter() >= budget_end:
-            # the bounds' share of the limit is spent: the count bound holds
+        if budget_end is not None and time.perf_counter() + last >= budget_end:
+            # the bounds' share of the limit is (about to be) spent: the count bound holds
             st.bound = st.form.count_bound
             st.stats["selectors"] = st.form.use_selectors
             continue
+        t0 = time.perf_counter()
         _combinatorial_bound(inst, st, inc.served, share)
+        last = time.perf_counter() - t0
         if selectors == "auto" and _memory_binds(st):
             st.form = build(inst, st.form.z, selectors=True)
         st.stats["selectors"] = st.form.use_selectors
@@ -168,11 +175,12 @@ def search(
             share = None
             if deadline is not None:
                 left = deadline - time.perf_counter()
-                if left <= 0.0:
+                if left <= 2.0 * TRANSLATE_S:
                     break
                 rest = sum(1 for w in pending[n:] if states[w].bound >= inc.served + extra)
                 even = left / rest
                 share = even if fraction >= 1.0 else max(fraction * even, min(even, QUICK_FLOOR))
+                share = min(share, left - TRANSLATE_S)
             inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
         if deadline is None or all(st.done for st in states.values()):
             break
