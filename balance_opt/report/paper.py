@@ -156,7 +156,7 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
     how = "one solve at a time" if exp.timing else f"{st.jobs} solve(s) at once"
     sections = [
         f"Seeds 1..{st.seeds}; instances `{sweep.name}-<value>-s<seed>` of preset `{sweep.preset}` with "
-        f"`{sweep.param}` swept over {', '.join(f'{v:g}' for v in sweep.values)}. MILP reference limited to "
+        f"`{sweep.param}` swept over {', '.join(f'{v:g}' for v in sweep.values)}. exact reference (`exact`) limited to "
         f"{st.time_limit_s:g} s per solve (exhaustive search: {exhaustive_limit:g} s); {how}.",
         "",
         *section,
@@ -199,7 +199,7 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
         st.command,
         "```",
         "",
-        f"Seeds 1..{st.seeds} per sweep point; MILP (HiGHS) reference limited to {st.time_limit_s:g} s "
+        f"Seeds 1..{st.seeds} per sweep point; exact reference (`exact`) limited to {st.time_limit_s:g} s "
         f"per solve, exhaustive search to {max(st.time_limit_s, EXHAUSTIVE_TIME_LIMIT_S):g} s; "
         f"{st.jobs} solve(s) at once except Fig. 6 (runtimes: one at a time). The hardware "
         "constants (MODEL.md section 10) are not the paper's measured ones, so our numbers need not equal "
