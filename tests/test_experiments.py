@@ -52,8 +52,8 @@ def test_shrunken_ablation_experiment(tmp_path: Path, monkeypatch: pytest.Monkey
     args = ["experiment", "fig7a", "--seeds", "2", "--out", str(tmp_path), "--jobs", "2"]
     assert main(args) == 0
     df = read_results([tmp_path / "runs" / "k"])
-    assert len(df) == 2 * 2 * 4
-    assert sorted(df["config"].unique()) == ["balance", "ecra", "ecrma", "ema"]
+    assert len(df) == 2 * 2 * 5  # four heuristics and the exact reference
+    assert sorted(df["config"].unique()) == ["balance", "ecra", "ecrma", "ema", "exact"]
     # the gains in the report, recomputed by hand from the results table
     df["t"] = df["served"] / df["K"]
     mean = df.groupby(["config", "K"])["t"].mean()
@@ -63,4 +63,4 @@ def test_shrunken_ablation_experiment(tmp_path: Path, monkeypatch: pytest.Monkey
         assert expected in (tmp_path / "fig7a" / "README.md").read_text()
     assert (tmp_path / "fig7a" / "figures" / "sweep-users.png").exists()
     assert main(args) == 0  # a rerun solves nothing new and rebuilds the same report
-    assert len(read_results([tmp_path / "runs" / "k"])) == 16
+    assert len(read_results([tmp_path / "runs" / "k"])) == 20

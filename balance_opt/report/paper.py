@@ -156,8 +156,8 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
     how = "one solve at a time" if exp.timing else f"{st.jobs} solve(s) at once"
     sections = [
         f"Seeds 1..{st.seeds}; instances `{sweep.name}-<value>-s<seed>` of preset `{sweep.preset}` with "
-        f"`{sweep.param}` swept over {', '.join(f'{v:g}' for v in sweep.values)}. exact reference (`exact`) limited to "
-        f"{st.time_limit_s:g} s per solve (exhaustive search: {exhaustive_limit:g} s); {how}.",
+        f"`{sweep.param}` swept over {', '.join(f'{v:g}' for v in sweep.values)}. "
+        f"Exact reference (`exact`) limited to {st.time_limit_s:g} s per solve (exhaustive search: {exhaustive_limit:g} s); {how}.",
         "",
         *section,
     ]
