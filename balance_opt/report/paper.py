@@ -157,7 +157,8 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
     sections = [
         f"Seeds 1..{st.seeds}; instances `{sweep.name}-<value>-s<seed>` of preset `{sweep.preset}` with "
         f"`{sweep.param}` swept over {', '.join(f'{v:g}' for v in sweep.values)}. "
-        f"Exact reference (`exact`) limited to {st.time_limit_s:g} s per solve (exhaustive search: {exhaustive_limit:g} s); {how}.",
+        f"Exact reference (`exact`) limited to {st.time_limit_s:g} s per solve "
+        f"(exhaustive search: {exhaustive_limit:g} s); {how}.",
         "",
         *section,
     ]
