@@ -13,13 +13,13 @@ from balance_opt.solvers.base import Solver, SolverUnavailable
 
 # name -> "module:class"; FORMATS.md fixes the public names.
 _REGISTRY: dict[str, str] = {
-    "balance": "balance_opt.solvers.heuristic:BalanceSolver",
-    "balance-literal": "balance_opt.solvers.heuristic:LiteralBalanceSolver",
-    "ad-only": "balance_opt.solvers.heuristic:AdOnlySolver",
-    "sd-only": "balance_opt.solvers.heuristic:SdOnlySolver",
-    "ecra": "balance_opt.solvers.heuristic:EcraSolver",
-    "ema": "balance_opt.solvers.heuristic:EmaSolver",
-    "ecrma": "balance_opt.solvers.heuristic:EcrmaSolver",
+    "balance": "balance_opt.solvers.heuristic.solvers:BalanceSolver",
+    "balance-literal": "balance_opt.solvers.heuristic.solvers:LiteralBalanceSolver",
+    "ad-only": "balance_opt.solvers.heuristic.solvers:AdOnlySolver",
+    "sd-only": "balance_opt.solvers.heuristic.solvers:SdOnlySolver",
+    "ecra": "balance_opt.solvers.heuristic.solvers:EcraSolver",
+    "ema": "balance_opt.solvers.heuristic.solvers:EmaSolver",
+    "ecrma": "balance_opt.solvers.heuristic.solvers:EcrmaSolver",
     "exhaustive": "balance_opt.solvers.exhaustive:ExhaustiveSolver",
     "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
     "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",

@@ -46,7 +46,7 @@ def solve_exact(
 ) -> SolverOutput:
     """Run the box search over the whole z grid; the bound holds whenever it stops."""
     from balance_opt.solvers.exact.search import BoxSearch, Incumbent
-    from balance_opt.solvers.fast import balance_fast
+    from balance_opt.solvers.heuristic.fast import balance_fast
 
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)

@@ -27,7 +27,7 @@ from balance_opt.instance import Instance
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, Side, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
 from balance_opt.solvers.exact.warm_lp import WarmLp
-from balance_opt.solvers.fast import balance_fast
+from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.milp.ranks import AD_MODE, SD_MODE, Ranks
 
 LEAF_DIMS = 4  # DA, L1, DS, L3 single: a leaf; L4 is split only when a leaf stays open

@@ -28,7 +28,7 @@ import numpy as np
 from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import ad_user_memory, sd_user_memory
-from balance_opt.solvers.fast import balance_fast
+from balance_opt.solvers.heuristic.fast import balance_fast
 
 RANK_SLACK = 2.0 * REL_TOL  # relative loosening of the copy the ranks are computed on
 MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates

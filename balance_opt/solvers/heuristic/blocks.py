@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
-# budget(t, tau, v) -> time budget, elementwise (the shared primitive of algorithm.py)
+# budget(t, tau, v) -> time budget, elementwise (the shared primitive of primitives.py)
 Budget = Callable[[Any, Any, Any], Any]
 
 

@@ -19,12 +19,12 @@ from typing import Any, ClassVar
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.algorithm import BalanceOutcome
 from balance_opt.solvers.base import Solver
-from balance_opt.solvers.literal import balance_literal
+from balance_opt.solvers.heuristic.literal import balance_literal
+from balance_opt.solvers.heuristic.primitives import BalanceOutcome
 
 IMPLEMENTATIONS = ("fast", "literal")
-_FAST_MODULE = "balance_opt.solvers.fast"
+_FAST_MODULE = "balance_opt.solvers.heuristic.fast"
 
 
 def run_algorithm3(
@@ -32,7 +32,7 @@ def run_algorithm3(
 ) -> tuple[BalanceOutcome, str]:
     """Algorithm 3 by the named implementation; returns the outcome and who computed it.
 
-    ``"fast"`` uses :func:`balance_opt.solvers.fast.balance_fast` when that module is
+    ``"fast"`` uses :func:`balance_opt.solvers.heuristic.fast.balance_fast` when that module is
     installed and falls back to the literal reference otherwise (both return the same
     outcome by contract); the second element says which one ran.
     """

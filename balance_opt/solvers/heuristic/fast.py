@@ -1,6 +1,6 @@
 """The fast implementation of Algorithm 3: the literal answer, with most tuples never visited.
 
-:func:`balance_fast` returns exactly what :func:`balance_opt.solvers.literal.balance_literal`
+:func:`balance_fast` returns exactly what :func:`balance_opt.solvers.heuristic.literal.balance_literal`
 returns (same ``z``, ``lam``, AD and SD users in the same order) on every instance; it
 only skips work that cannot change that answer (docs/algorithms.md, "The fast implementation", explains why):
 
@@ -8,7 +8,7 @@ only skips work that cannot change that answer (docs/algorithms.md, "The fast im
   tuple whose upper bound does not exceed the incumbent is skipped, and the incumbent is
   seeded with the best ``d*`` of cheaply evaluated actual tuples, minus one;
 * inside a block (fixed ``L1``, resp. ``(L3, L4)``) the order ``(c_k, k)`` is the order
-  ``(key, k)`` and candidates form prefixes; see :mod:`balance_opt.solvers._fast_block`;
+  ``(key, k)`` and candidates form prefixes; see :mod:`balance_opt.solvers.heuristic.blocks`;
 * Algorithm 2's blocks ``(L3, L4)`` are searched as a tree over ``L4`` whose nodes bound
   every leaf below them (the pool of the largest ``L4``, the contributions of the smallest);
 * Algorithm 1's bounds for one ``z`` serve every ``lambda`` (only ``Q1`` changes), and a
@@ -31,7 +31,7 @@ from balance_opt.model import (
     sd_user_costs,
     sd_user_memory,
 )
-from balance_opt.solvers._fast_block import (
+from balance_opt.solvers.heuristic.blocks import (
     Block,
     BoolArray,
     FloatArray,
@@ -43,7 +43,7 @@ from balance_opt.solvers._fast_block import (
     search,
     step_value,
 )
-from balance_opt.solvers.algorithm import (
+from balance_opt.solvers.heuristic.primitives import (
     BalanceOutcome,
     ad_time_budget,
     check_grid,
