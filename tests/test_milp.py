@@ -32,8 +32,8 @@ from balance_opt.solvers.milp.formulation import (
     build,
     sd_l4_coefficients,
 )
-from balance_opt.solvers.milp.search import SELECTORS, _combinatorial_bound, _memory_binds, _ZState
-from balance_opt.solvers.milp.values import solution_values, violated_rows
+from balance_opt.solvers.milp.warm_start import solution_values, violated_rows
+from balance_opt.solvers.milp.z_sweep import SELECTORS, _combinatorial_bound, _memory_binds, _ZState
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
@@ -415,7 +415,7 @@ def test_cpsat_stopped_in_presolve_proves_nothing() -> None:
     # fig5 K = 70, seed 2, z = 0.5, served >= 27: stopped within 10 ms, CP-SAT reports
     # UNKNOWN with a best bound of 0; taken as a bound, that "proved" the z infeasible
     from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
-    from balance_opt.solvers.milp.search import with_rows
+    from balance_opt.solvers.milp.z_sweep import with_rows
 
     f = build(generate("fig5", 70, seed=2), 0.5)
     res = solve_cpsat(with_rows(f, 27, []), time_limit=0.01, threads=8, seed=0)
@@ -430,7 +430,7 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
     def stopped(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
         return BackendResult("time_limit", None, 0.0, {}, True)
 
-    from balance_opt.solvers.milp.search import search
+    from balance_opt.solvers.milp.z_sweep import search
 
     out = search(inst, stopped, time_limit=5.0, hint=None, warm_start=False)
     assert out.status == "time_limit"
@@ -450,7 +450,7 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     def wrong(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
         return BackendResult("infeasible", None, None, {}, True)
 
-    from balance_opt.solvers.milp.search import search
+    from balance_opt.solvers.milp.z_sweep import search
 
     with pytest.warns(RuntimeWarning, match="the proof is ignored"):
         out = search(inst, wrong, time_limit=None, hint=hint, warm_start=False)

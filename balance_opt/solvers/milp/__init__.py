@@ -1,7 +1,7 @@
 """Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
 
 ``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (variables and linear or
-indicator rows, one model per z) and :mod:`.search` (the z loop, warm start, cutoffs,
+indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
 bounds and the evaluator check); only the translation to the backend differs.
 """
 
@@ -50,7 +50,7 @@ class _MilpSolver(Solver):
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         _require(self.name, self._modules, self._pip)
-        from balance_opt.solvers.milp.search import search
+        from balance_opt.solvers.milp.z_sweep import search
 
         return search(
             instance,

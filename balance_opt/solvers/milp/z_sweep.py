@@ -1,7 +1,7 @@
 """The search over the z grid shared by both backends: one exact model per z.
 
 Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. Before any
-model is solved, each z gets a combinatorial bound (:mod:`.ranks`: deadline-pair and memory
+model is solved, each z gets a combinatorial bound (:mod:`.bounds`: deadline-pair and memory
 bounds over exact single-mode optima), and a z whose bound does not beat the incumbent is
 skipped; where a memory bound binds, the z model branches on the padded lengths
 (``selectors``). The grid is visited incumbent's z first, then by decreasing bound; a model asks
@@ -29,9 +29,14 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
+from balance_opt.solvers.milp.bounds import (
+    Ranks,
+    deadline_pair_bound,
+    memory_split_bound,
+    shared_memory_bound,
+)
 from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
-from balance_opt.solvers.milp.ranks import Ranks, deadline_pair_bound, memory_split_bound, shared_memory_bound
-from balance_opt.solvers.milp.values import solution_values
+from balance_opt.solvers.milp.warm_start import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
 Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool], BackendResult]
@@ -46,7 +51,7 @@ QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if s
 # backend's own limit: a z model's share leaves this much room for it, and none is started
 # with less than twice this left.
 TRANSLATE_S = 0.5
-# When to add each mode's optimum alone (a rank, see .ranks) as a row capping that
+# When to add each mode's optimum alone (a rank, see .bounds) as a row capping that
 # mode's count: in every solve, only after the first sweep, or never. The caps bound
 # every z either way.
 MODE_BOUNDS = ("always", "retry", "never")
