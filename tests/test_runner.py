@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from balance_opt import solvers
+from balance_opt.batch.configs import load_config, make_config, resolve_configs
 from balance_opt.batch.pool import LocalPool
+from balance_opt.batch.runner import run_batch
 from balance_opt.batch.table import read_results
-from balance_opt.configs import load_config, make_config, resolve_configs
 from balance_opt.generator import generate
 from balance_opt.io import InputError, read_solution, write_instance
-from balance_opt.runner import run_batch
 from tests.doubles import DOUBLES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from balance_opt.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
+    from balance_opt.batch.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
 
     p = sub.add_parser(
         "experiment",
@@ -31,8 +31,8 @@ def register(sub: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
+    from balance_opt.batch.experiments import NAMES, Settings, run_experiment
     from balance_opt.cli import UsageError
-    from balance_opt.experiments import NAMES, Settings, run_experiment
     from balance_opt.report.paper import write_overview
 
     if args.seeds < 1 or args.jobs < 1 or not args.time_limit > 0:

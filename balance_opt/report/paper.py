@@ -15,7 +15,7 @@ from balance_opt.report import figures, stats
 from balance_opt.report.build import build_report, markdown_table
 
 if TYPE_CHECKING:
-    from balance_opt.experiments import Experiment, Settings, Sweep
+    from balance_opt.batch.experiments import Experiment, Settings, Sweep
 
 FIG1_OUTPUTS = (100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 FIG1_PAPER_POINTS = (200, 600, 1000)
@@ -31,8 +31,8 @@ def _pct(x: Any) -> str:
 
 def fig1(out: Path, command: str) -> dict[str, Any]:
     """Fig. 1: one user, 500 input tokens; everyone in AD at z = 1 against SD at z = 0."""
+    from balance_opt.batch.experiments import PAPER_FIG1, PAPER_FIG1_LATENCY_PCT
     from balance_opt.evaluate import AD, SD, Schedule, evaluate
-    from balance_opt.experiments import PAPER_FIG1, PAPER_FIG1_LATENCY_PCT
     from balance_opt.generator import generate
 
     rows = []
@@ -98,7 +98,7 @@ def fig1(out: Path, command: str) -> dict[str, Any]:
 
 
 def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[str], dict[str, Any]]:
-    from balance_opt.experiments import PAPER_FIG6, average_gains, fig6_numbers
+    from balance_opt.batch.experiments import PAPER_FIG6, average_gains, fig6_numbers
 
     if exp.name == "fig6":
         ours = fig6_numbers(df)
@@ -145,8 +145,8 @@ def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[s
 
 def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st: Settings) -> dict[str, Any]:
     """Build ``OUT/<figure>/`` from the sweep's results table; returns the compared numbers."""
+    from balance_opt.batch.experiments import EXHAUSTIVE_TIME_LIMIT_S
     from balance_opt.batch.table import read_results
-    from balance_opt.experiments import EXHAUSTIVE_TIME_LIMIT_S
 
     run = st.out / "runs" / sweep.name
     df = read_results([run])
@@ -169,13 +169,13 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
 
 def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Settings) -> Path:
     """``OUT/README.md``: every figure's numbers beside the paper's, with links."""
-    from balance_opt.experiments import EXHAUSTIVE_TIME_LIMIT_S
+    from balance_opt.batch.experiments import EXHAUSTIVE_TIME_LIMIT_S
 
     rows = []
     for name, numbers in results.items():
         if name == "fig1":
             for lo, pct in numbers["memory_pct"].items():
-                from balance_opt.experiments import PAPER_FIG1
+                from balance_opt.batch.experiments import PAPER_FIG1
 
                 rows.append([name, f"SD's extra memory at LO = {lo}", _pct(pct), _pct(PAPER_FIG1[lo])])
             rows.append([name, "SD's average latency reduction", _pct(numbers["latency_pct"]), "39.1%"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.configs import SolverConfig, make_config
+from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
 
@@ -162,8 +162,8 @@ class Settings:
 
 def run_experiment(name: str, st: Settings) -> dict[str, Any]:
     """Run one figure (solves resume from ``OUT/runs``); returns the numbers beside the paper's."""
+    from balance_opt.batch.runner import run_batch
     from balance_opt.report.paper import fig1, report_experiment
-    from balance_opt.runner import run_batch
 
     if name == "fig1":
         return fig1(st.out / "fig1", st.command)
