@@ -23,8 +23,8 @@ from balance_opt.solvers.heuristic.blocks import (
     Block,
     batch_bounds,
     frontier,
-    literal_search,
-    search,
+    search_block,
+    search_block_literal,
     step_value,
 )
 from balance_opt.solvers.heuristic.literal import algorithm1, algorithm2, balance_literal
@@ -228,9 +228,9 @@ def test_block_search_and_bounds(
     blk = _ad_block(inst, z, L1)
     q, _ = memory_split(inst, z, lam)
     v_vals, tau_vals = fast._values(inst.output_tokens), fast._values(inst.upload_s)
-    want = literal_search(blk, q, 0, v_vals, tau_vals)
+    want = search_block_literal(blk, q, 0, v_vals, tau_vals)
     best = want.served if want else 0
-    got = search(blk, q, floor)
+    got = search_block(blk, q, floor)
     if best > floor:
         assert got == want
     else:

@@ -39,8 +39,8 @@ from balance_opt.solvers.heuristic.blocks import (
     IntArray,
     batch_bounds,
     frontier,
-    literal_search,
-    search,
+    search_block,
+    search_block_literal,
     step_value,
 )
 from balance_opt.solvers.heuristic.primitives import (
@@ -142,13 +142,19 @@ def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
 
 
 def _search(
-    blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray, stats: _Counters
+    blk: Block,
+    strict: bool,
+    mem_budget: float,
+    floor: int,
+    v_vals: FloatArray,
+    tau_vals: FloatArray,
+    stats: _Counters,
 ) -> Hit | None:
     if not strict:
         stats.add("literal_blocks")
-        return literal_search(blk, q, floor, v_vals, tau_vals)
+        return search_block_literal(blk, mem_budget, floor, v_vals, tau_vals)
     stats.add("searched_blocks")
-    return search(blk, q, floor)
+    return search_block(blk, mem_budget, floor)
 
 
 # --- Algorithm 2 ---------------------------------------------------------------------
