@@ -32,8 +32,9 @@ from balance_opt.solvers.milp.formulation import (
     build,
     sd_l4_coefficients,
 )
+from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values, violated_rows
-from balance_opt.solvers.milp.z_sweep import SELECTORS, _combinatorial_bound, _memory_binds, _ZState
+from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
@@ -432,7 +433,7 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
 
     from balance_opt.solvers.milp.z_sweep import search
 
-    out = search(inst, stopped, time_limit=5.0, hint=None, warm_start=False)
+    out = search(inst, stopped, time_limit=5.0, hint=None, options=SweepOptions(warm_start=False))
     assert out.status == "time_limit"
     assert out.bound is not None
     assert out.bound >= get_solver("exhaustive").solve(inst).served
@@ -453,7 +454,7 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     from balance_opt.solvers.milp.z_sweep import search
 
     with pytest.warns(RuntimeWarning, match="the proof is ignored"):
-        out = search(inst, wrong, time_limit=None, hint=hint, warm_start=False)
+        out = search(inst, wrong, time_limit=None, hint=hint, options=SweepOptions(warm_start=False))
     z = f"{hint.z:g}"
     assert out.stats["z_models"][z]["wrong_proof"] == best.served - 2
     assert evaluate(inst, out.schedule).served == best.served - 1

@@ -16,6 +16,8 @@ from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.solvers.heuristic.solvers import BalanceSolver
+from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
 
 
 @cache
@@ -32,11 +34,21 @@ def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
         )
 
 
+def _balance(inst: Instance) -> Schedule | None:
+    """The warm start: the ``balance`` heuristic's schedule if the evaluator accepts it."""
+    res = BalanceSolver().solve(inst)
+    return res.schedule if res.feasible else None
+
+
 class _MilpSolver(Solver):
     """The shared z search over one backend; subclasses name the backend and its modules."""
 
     _modules: ClassVar[tuple[str, ...]]
     _pip: ClassVar[str]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.sweep = SweepOptions.from_options(self.options)
 
     @classmethod
     def is_available(cls) -> bool:
@@ -57,10 +69,8 @@ class _MilpSolver(Solver):
             self._backend(seed),
             time_limit=time_limit,
             hint=hint,
-            warm_start=bool(self.options["warm_start"]),
-            mode_bounds=str(self.options["mode_bounds"]),
-            plan=str(self.options["plan"]),
-            selectors=str(self.options["selectors"]),
+            options=self.sweep,
+            heuristic=_balance,
         )
 
 
@@ -104,6 +114,10 @@ class CpSatMilpSolver(_MilpSolver):
     }
     _modules = ("ortools",)
     _pip = "ortools"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        check_choice("indicators", self.options["indicators"], INDICATORS)
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.cpsat_backend import solve_cpsat

@@ -36,6 +36,7 @@ from balance_opt.solvers.milp.bounds import (
     shared_memory_bound,
 )
 from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
+from balance_opt.solvers.milp.options import SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
@@ -51,17 +52,6 @@ QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if s
 # backend's own limit: a z model's share leaves this much room for it, and none is started
 # with less than twice this left.
 TRANSLATE_S = 0.5
-# When to add each mode's optimum alone (a rank, see .bounds) as a row capping that
-# mode's count: in every solve, only after the first sweep, or never. The caps bound
-# every z either way.
-MODE_BOUNDS = ("always", "retry", "never")
-# Sweeps under a time limit: "gap-first" (quick, then incumbent + 2, then incumbent + 1)
-# or "plain" (an even split, then the leftover); see search().
-PLANS = ("gap-first", "plain")
-# Which z models enforce their padding rows by binary levels of the padded lengths
-# (formulation.build(selectors=True)): those where the memory both modes share binds
-# ("auto": a memory bound is below the deadline-pair bound), all, or none.
-SELECTORS = ("auto", "always", "never")
 
 
 @dataclass
@@ -81,15 +71,8 @@ class _ZState:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def heuristic_start(inst: Instance) -> Schedule | None:
-    """The ``balance`` heuristic's schedule, or None where it is not installed."""
-    try:
-        from balance_opt.solvers import get_solver
-
-        res = get_solver("balance").solve(inst)
-    except Exception:  # absent or failing heuristic: the exact search does not need it
-        return None
-    return res.schedule if res.feasible else None
+# heuristic(instance) -> a schedule to start from, or None
+Heuristic = Callable[[Instance], Schedule | None]
 
 
 def with_rows(
@@ -119,21 +102,17 @@ def search(
     *,
     time_limit: float | None,
     hint: Schedule | None,
-    warm_start: bool,
-    mode_bounds: str = "retry",
-    plan: str = "gap-first",
-    selectors: str = "auto",
+    options: SweepOptions,
+    heuristic: Heuristic | None = None,
 ) -> SolverOutput:
-    """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
-    if mode_bounds not in MODE_BOUNDS:
-        raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
-    if plan not in PLANS:
-        raise ValueError(f"plan must be one of {PLANS}, got {plan!r}")
-    if selectors not in SELECTORS:
-        raise ValueError(f"selectors must be one of {SELECTORS}, got {selectors!r}")
+    """Solve P1 over every z of the grid with ``backend``; see the module docstring.
+
+    ``heuristic`` gives the warm start (used when ``options.warm_start`` and no hint).
+    """
+    mode_bounds, plan, selectors = options.mode_bounds, options.plan, options.selectors
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
-    inc = _first_incumbent(inst, hint, warm_start)
+    inc = _first_incumbent(inst, hint, heuristic if options.warm_start else None)
     always = selectors == "always"
     states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
     budget_end = None
@@ -239,13 +218,13 @@ def _memory_binds(st: _ZState) -> bool:
     return pair is not None and any(m is not None and m < pair for m in memory)
 
 
-def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) -> _Incumbent:
-    """The hint if feasible, else the heuristic's schedule (when ``warm_start``), else nobody."""
+def _first_incumbent(inst: Instance, hint: Schedule | None, heuristic: Heuristic | None) -> _Incumbent:
+    """The hint if feasible, else the heuristic's schedule (if one is given), else nobody."""
     candidates: list[tuple[str, Schedule | None]] = []
     if hint is not None:
         candidates = [("hint", hint)]
-    elif warm_start:
-        candidates = [("heuristic", heuristic_start(inst))]
+    elif heuristic is not None:
+        candidates = [("heuristic", heuristic(inst))]
     for source, sched in candidates:
         if sched is not None and sched.modes.shape == (inst.num_users,):
             ev = evaluate(inst, sched)
