@@ -18,8 +18,9 @@ from balance_opt.batch.configs import load_config, make_config, resolve_configs
 from balance_opt.batch.pool import LocalPool
 from balance_opt.batch.runner import run_batch
 from balance_opt.batch.table import read_results
+from balance_opt.errors import InputError
 from balance_opt.generator import generate
-from balance_opt.io import InputError, read_solution, write_instance
+from balance_opt.io import read_solution, write_instance
 from tests.doubles import DOUBLES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,7 +249,7 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
 
 def test_dask_missing_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     from balance_opt.batch.dask_executor import DaskExecutor
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
     with pytest.raises(UsageError, match=r'pip install "balance-opt\[dask\]"'):

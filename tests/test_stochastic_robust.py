@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
-from balance_opt.io import InputError, instance_bytes, instance_from_dict, instance_to_dict, read_instance
+from balance_opt.io import instance_bytes, instance_from_dict, instance_to_dict, read_instance
 from balance_opt.solvers import get_solver
 from balance_opt.stochastic import (
     batch_user_level,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.io import InputError
+from balance_opt.errors import InputError
 
 # Keys of [options] that are arguments of Solver.solve, not of the solver's constructor.
 SOLVE_KEYS = ("seed", "time_limit_s")

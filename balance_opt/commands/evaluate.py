@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
 
 def parse_assign(inst: Instance, text: str) -> dict[str, str]:
     """``u0=ad,u1=sd`` -> a full assignment (unnamed users: none)."""
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
 
     out = dict.fromkeys(inst.user_ids, "none")
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -56,7 +56,7 @@ def parse_assign(inst: Instance, text: str) -> dict[str, str]:
 
 def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[str, Any]]:
     """The schedule to evaluate and notes about where it came from."""
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.evaluate import Schedule
     from balance_opt.io import read_bytes, read_solution, sha256_bytes
 
@@ -86,7 +86,7 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
 
 
 def handle(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.evaluate import evaluate
     from balance_opt.io import read_instance
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from balance_opt.cli import UsageError
+from balance_opt.errors import UsageError
 
 # Exit statuses beside the CLI's 0 / 1 / 2.
 CLUSTER_LOST = 3

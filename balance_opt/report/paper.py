@@ -216,3 +216,14 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
     path = out / "README.md"
     atomic_write(path, "\n".join(lines) + "\n")
     return path
+
+
+def run_experiment(name: str, st: Settings) -> dict[str, Any]:
+    """Solve one figure (solves resume from ``OUT/runs``) and report it beside the paper's numbers."""
+    from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, solve_experiment
+
+    if name == "fig1":
+        return fig1(st.out / "fig1", st.command)
+    configs = solve_experiment(name, st)
+    exp = EXPERIMENTS[name]
+    return report_experiment(exp, SWEEPS[exp.sweep], configs, st)

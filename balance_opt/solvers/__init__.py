@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.errors import SolverUnavailable
+from balance_opt.solvers.base import Solver
 
 # name -> "module:class"; FORMATS.md fixes the public names.
 _REGISTRY: dict[str, str] = {

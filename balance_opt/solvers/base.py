@@ -12,10 +12,6 @@ from balance_opt.instance import Instance
 from balance_opt.result import Result, SolverOutput, make_result
 
 
-class SolverUnavailable(RuntimeError):
-    """An optional backend is not installed; the message says how to install it."""
-
-
 class Solver(ABC):
     """Base class: subclasses implement :meth:`_solve`; :meth:`solve` times and checks it.
 

@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
 from balance_opt.instance import Instance
-from balance_opt.io import InputError
 from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver

@@ -14,10 +14,11 @@ import importlib.util
 import time
 from typing import Any, ClassVar
 
+from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.solvers.base import Solver
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
 

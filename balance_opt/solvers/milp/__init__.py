@@ -12,10 +12,11 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, ClassVar
 
+from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
 from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
 
