@@ -20,7 +20,7 @@ TARGET = re.compile(r"balance_opt(\.\w+)*(:\w+)?")
 # package itself, which re-exports the instance, evaluator and result).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "instance", "profiles", "model", "io", "generator", "stochastic.distribution"),
-    ("evaluate", "result", "stochastic.simulate", "stochastic", ""),
+    ("evaluate", "result", "mode_comparison", "stochastic.simulate", "stochastic", ""),
     ("solvers",),
     ("batch", "library", "stochastic.experiment"),
     ("report", "stochastic.report", "calibration"),

@@ -33,7 +33,7 @@ from balance_opt.solvers.milp.formulation import (
     sd_l4_coefficients,
 )
 from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
-from balance_opt.solvers.milp.warm_start import solution_values, violated_rows
+from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
@@ -67,6 +67,18 @@ def long_prompt_instances(draw: st.DrawFn, max_users: int = 7) -> Instance:
 def cases(draw: st.DrawFn, max_users: int = 7) -> Instance:
     """Either kind of small instance."""
     return draw(small_instances(max_users=max_users) | long_prompt_instances(max_users=max_users))
+
+
+def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) -> list[str]:
+    """Names of rows that ``vals`` violates by more than ``tol`` (relative to the row)."""
+    bad = []
+    for row in f.rows:
+        if row.indicator is not None and vals[row.indicator] < 0.5:
+            continue
+        lhs = sum(c * vals[i] for i, c in zip(row.index, row.coef, strict=True))
+        if lhs > row.rhs + tol * max(1.0, abs(row.rhs)):
+            bad.append(row.name)
+    return bad
 
 
 def brute_force(inst: Instance) -> int:

@@ -267,7 +267,7 @@ def test_configs_load_validate_and_hash(tmp_path: Path, monkeypatch: pytest.Monk
     for text, rule in [
         ("solver = ", "not valid TOML"),
         ('solver = "nope"', "unknown solver"),
-        ('solver = "ad-only"\n[options]\nwarp = 9', "no such option"),
+        ('solver = "ad-only"\n[options]\nwarp = 9', "has no option"),
         ('solver = "ad-only"\nextra = 1', "unknown key"),
         ('solver = "ad-only"\n[options]\ntime_limit_s = -1', "must be a number > 0"),
     ]:
