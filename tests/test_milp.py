@@ -24,14 +24,8 @@ from balance_opt.instance import Instance
 from balance_opt.model import sd_user_costs
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
-from balance_opt.solvers.milp.formulation import (
-    BYTES_PER_MB,
-    US_PER_S,
-    BackendResult,
-    Formulation,
-    build,
-    sd_l4_coefficients,
-)
+from balance_opt.solvers.milp.formulation import BackendResult, build, sd_l4_coefficients
+from balance_opt.solvers.milp.linear import BYTES_PER_MB, US_PER_S, Formulation
 from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState

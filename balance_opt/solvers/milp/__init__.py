@@ -1,6 +1,6 @@
 """Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
 
-``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (variables and linear or
+``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (:mod:`.linear` variables and linear or
 indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
 bounds and the evaluator check); only the translation to the backend differs.
 """

@@ -162,10 +162,25 @@ def deadline_pair_bound(
     cheap = [(min(top_a[a] + top_s[s], len(pool_a[a] | pool_s[s])), a, s) for a in a_levels for s in s_levels]
     cheap.sort(key=lambda c: (-c[0], c[1], c[2]))
     out = PairBound(best, caps)
+    _refine(out, ranks, cheap, pool_a, pool_s, until)
+    out.seconds = time.perf_counter() - t0
+    out.rank_calls = ranks.calls
+    return out
+
+
+def _refine(
+    out: PairBound,
+    ranks: Ranks,
+    cheap: list[tuple[int, float, float]],
+    pool_a: dict[float, frozenset[int]],
+    pool_s: dict[float, frozenset[int]],
+    until: float | None,
+) -> None:
+    """Raise ``out`` to the best refined pair bound, in the order of ``cheap`` (see above)."""
     for n, (b, a, s) in enumerate(cheap):
         if b <= out.bound:
             break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        if until is not None and time.perf_counter() > until:
             out.bound, out.complete = b, False
             break
         pa, ps = pool_a[a], pool_s[s]
@@ -175,9 +190,6 @@ def deadline_pair_bound(
         out.pairs = n + 1
         if b > out.bound:
             out.bound, out.argmax = b, (a, s)
-    out.seconds = time.perf_counter() - t0
-    out.rank_calls = ranks.calls
-    return out
 
 
 def _least(

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.evaluate import AD, SD, Schedule
-from balance_opt.solvers.milp.formulation import Formulation, Row
+from balance_opt.solvers.milp.linear import Formulation, Row
 
 
 def solution_values(f: Formulation, schedule: Schedule) -> NDArray[np.float64] | None:

@@ -35,7 +35,8 @@ from balance_opt.solvers.milp.bounds import (
     memory_split_bound,
     shared_memory_bound,
 )
-from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
+from balance_opt.solvers.milp.formulation import BackendResult, build
+from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
 
@@ -109,15 +110,31 @@ def search(
 
     ``heuristic`` gives the warm start (used when ``options.warm_start`` and no hint).
     """
-    mode_bounds, plan, selectors = options.mode_bounds, options.plan, options.selectors
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, heuristic if options.warm_start else None)
-    always = selectors == "always"
+    always = options.selectors == "always"
     states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
     budget_end = None
     if time_limit is not None and deadline is not None:  # within the limit even after a long setup
         budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
+    _bound_every_z(inst, states, inc.served, budget_end, options.selectors)
+    order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
+    inc = _sweep(inst, backend, states, order, inc, deadline, options)
+    bound = max([inc.served, *(st.bound for st in states.values())])
+    all_done = all(st.done for st in states.values())
+    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
+    stats = {
+        "incumbent_source": inc.source,
+        "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
+    }
+    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+
+
+def _bound_every_z(
+    inst: Instance, states: dict[float, _ZState], floor: int, budget_end: float | None, selectors: str
+) -> None:
+    """Each z's combinatorial bound within ``budget_end``; selectors where memory binds (``auto``)."""
     last = 0.0  # seconds the previous z's bounds took: the next one would take about as long
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
         share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
@@ -127,26 +144,39 @@ def search(
             st.stats["selectors"] = st.form.use_selectors
             continue
         t0 = time.perf_counter()
-        _combinatorial_bound(inst, st, inc.served, share)
+        _combinatorial_bound(inst, st, floor, share)
         last = time.perf_counter() - t0
         if selectors == "auto" and _memory_binds(st):
             st.form = build(inst, st.form.z, selectors=True)
         st.stats["selectors"] = st.form.use_selectors
-    order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
-    # Sweeps (cutoff above the incumbent, share of the time): without a limit, one sweep
-    # solves every z. With one, a quick sweep closes the easy z models; then every z is
-    # asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
-    # closing it), and the last sweep closes what is left with all the time remaining.
+
+
+def _sweep(
+    inst: Instance,
+    backend: Backend,
+    states: dict[float, _ZState],
+    order: list[float],
+    inc: _Incumbent,
+    deadline: float | None,
+    options: SweepOptions,
+) -> _Incumbent:
+    """Solve the z models in sweeps; returns the final incumbent (``states`` record the bounds).
+
+    A sweep is (cutoff above the incumbent, share of the time): without a limit, one sweep
+    solves every z. With one, a quick sweep closes the easy z models; then every z is
+    asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
+    closing it), and the last sweep closes what is left with all the time remaining.
+    """
     if deadline is None:
         sweeps = [(1, 1.0)]
-    elif plan == "gap-first":
+    elif options.plan == "gap-first":
         sweeps = [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
     else:  # "plain": an even split, then the z models stopped by it with what is left
         sweeps = [(1, 1.0), (1, 1.0)]
     for n_sweep, (extra, fraction) in enumerate(sweeps):
-        caps_now = mode_bounds == "always" or (mode_bounds == "retry" and n_sweep > 0)
+        caps_now = options.mode_bounds == "always" or (options.mode_bounds == "retry" and n_sweep > 0)
         pending = [z for z in order if not states[z].done]
-        if n_sweep > 0 and plan == "gap-first":  # the hardest z last: it gets what is left
+        if n_sweep > 0 and options.plan == "gap-first":  # the hardest z last: it gets what is left
             pending.sort(key=lambda z: states[z].bound)
         for n, z in enumerate(pending):
             st = states[z]
@@ -168,14 +198,7 @@ def search(
             inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
         if deadline is None or all(st.done for st in states.values()):
             break
-    bound = max([inc.served, *(st.bound for st in states.values())])
-    all_done = all(st.done for st in states.values())
-    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
-    stats = {
-        "incumbent_source": inc.source,
-        "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
-    }
-    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+    return inc
 
 
 def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: float | None) -> None:
