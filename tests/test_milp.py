@@ -22,7 +22,8 @@ from balance_opt.evaluate import REL_TOL, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import sd_user_costs
-from balance_opt.solvers import get_solver
+from balance_opt.solvers import get_solver, solver_class, solver_names
+from balance_opt.solvers.milp import MilpSolver
 from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
 from balance_opt.solvers.milp.formulation import BackendResult, build, sd_l4_coefficients
 from balance_opt.solvers.milp.linear import BYTES_PER_MB, US_PER_S, Formulation
@@ -35,6 +36,8 @@ pytest.importorskip("pyomo")
 pytest.importorskip("highspy")
 pytest.importorskip("ortools")
 
+# the MILP backends of the registry (the tests below use their shared options)
+MILP_BACKENDS = [n for n in solver_names(exact_for="P1") if issubclass(solver_class(n), MilpSolver)]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -206,7 +209,7 @@ def _check_exact(inst: Instance, selectors: str) -> None:
     expected = brute_force(inst)
     event(f"optimum {'=' if expected == inst.num_users else '<'} K, optimum>0: {expected > 0}")
     event(f"selectors={selectors}")
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1, selectors=selectors).solve(inst, seed=0)
         assert res.status == "optimal", (name, res.error)
         assert res.feasible
@@ -236,14 +239,14 @@ def test_milp_equals_brute_force_many(inst: Instance, selectors: str) -> None:
 def test_milp_equals_exhaustive(inst: Instance, selectors: str) -> None:
     ref = get_solver("exhaustive").solve(inst)
     assert ref.status == "optimal"
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1, selectors=selectors).solve(inst)
         assert res.status == "optimal", (name, res.error)
         assert res.served == ref.served == res.bound
 
 
 @pytest.mark.xdist_group("wallclock")
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_time_limit_gives_schedule_and_bound(name: str) -> None:
     inst = generate("fig4", 30, seed=3)
     res = get_solver(name).solve(inst, time_limit=0.5)
@@ -256,7 +259,7 @@ def test_time_limit_gives_schedule_and_bound(name: str) -> None:
 
 
 @pytest.mark.xdist_group("wallclock")
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
     # fig5 K = 70: the bounds of one z alone take about a second without a limit, so
     # they must stop at their share (15% of the limit) for the limit to hold
@@ -269,7 +272,7 @@ def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
     assert res.bound >= res.served
 
 
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_hint_is_used_and_kept(name: str) -> None:
     inst = generate("fig4", 8, seed=5)
     best = get_solver(name, warm_start=False).solve(inst)
@@ -385,7 +388,7 @@ def test_cpsat_regression_large_coefficients() -> None:
         downlink_spectral_efficiency=np.ones(k),
     )
     assert brute_force(inst) == 7
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1).solve(inst)
         assert (res.status, res.served, res.bound) == ("optimal", 7, 7), name
 

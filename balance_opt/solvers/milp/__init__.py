@@ -41,7 +41,7 @@ def _balance(inst: Instance) -> Schedule | None:
     return res.schedule if res.feasible else None
 
 
-class _MilpSolver(Solver):
+class MilpSolver(Solver):
     """The shared z search over one backend; subclasses name the backend and its modules."""
 
     _modules: ClassVar[tuple[str, ...]]
@@ -75,7 +75,7 @@ class _MilpSolver(Solver):
         )
 
 
-class HighsMilpSolver(_MilpSolver):
+class HighsMilpSolver(MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
@@ -100,7 +100,7 @@ class HighsMilpSolver(_MilpSolver):
         return backend
 
 
-class CpSatMilpSolver(_MilpSolver):
+class CpSatMilpSolver(MilpSolver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
@@ -140,4 +140,4 @@ class CpSatMilpSolver(_MilpSolver):
         return backend
 
 
-__all__ = ["CpSatMilpSolver", "HighsMilpSolver"]
+__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver"]
