@@ -122,7 +122,7 @@ def algorithm1_all(
             if b not in blocks:
                 m = inpool[b]
                 blocks[b] = Block(order[m], key[m], tp[m], up[m], cost[b, m], mem[b, m], t_vals, budget)
-            hit = _search(blocks[b], bool(strict[b]), q1, floor, v_vals, tau_vals, stats)
+            hit = _best_in_block(blocks[b], bool(strict[b]), q1, floor, v_vals, tau_vals, stats)
             if hit is not None:
                 best, floor = hit, hit.served
         out.append(best.users if best else ())
@@ -141,7 +141,7 @@ def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
     return np.asarray(fn(inst, L1s[:, None], lo[None, :]))
 
 
-def _search(
+def _best_in_block(
     blk: Block,
     strict: bool,
     mem_budget: float,
@@ -150,6 +150,7 @@ def _search(
     tau_vals: FloatArray,
     stats: _Counters,
 ) -> Hit | None:
+    """The block's first tuple beating ``floor``: by prefixes, or tuple by tuple if not ``strict``."""
     if not strict:
         stats.add("literal_blocks")
         return search_block_literal(blk, mem_budget, floor, v_vals, tau_vals)
@@ -255,7 +256,7 @@ class _SdSearch:
                 f = frontier(blk, real=True)
                 if step_value(f[0], f[1], self.q2) <= floor:
                     return None
-            return _search(blk, strict, self.q2, floor, self.v_vals, self.tau_vals, self.stats)
+            return _best_in_block(blk, strict, self.q2, floor, self.v_vals, self.tau_vals, self.stats)
         if not root:
             blk = self.block(sub, L3, float(l4[lo]))
             self.stats.add("sd_nodes")
