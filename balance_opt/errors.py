@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class InputError(ValueError):
-    """A file or value that breaks a rule of FORMATS.md (exit status 2 on the CLI)."""
+    """A file or value that breaks a rule of the file formats (exit status 2 on the CLI)."""
 
     def __init__(self, source: str, path: str, rule: str) -> None:
         self.source, self.path, self.rule = source, path, rule
