@@ -1,8 +1,9 @@
 """balance-opt: instances, the paper's algorithms, exact MILPs and reports for BALANCE."""
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import AD, NONE, SD, Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance, LanguageModel, Server
-from balance_opt.io import InputError, read_instance, read_solution, write_instance
+from balance_opt.io import read_instance, read_solution, write_instance
 from balance_opt.result import Result
 
 __version__ = "0.1.0"

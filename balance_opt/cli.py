@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from balance_opt import __version__
-from balance_opt.io import InputError
+from balance_opt.errors import InputError, UsageError
 
 # Order is the order of ``balance-opt --help``.
 COMMAND_MODULES = (
@@ -38,10 +38,6 @@ COMMAND_MODULES = (
     "balance_opt.commands.calibrate",
     "balance_opt.commands.profile",
 )
-
-
-class UsageError(Exception):
-    """A command-line mistake found after parsing (exit status 2)."""
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> None:

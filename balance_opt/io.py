@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from balance_opt.errors import InputError
 from balance_opt.instance import USER_ARRAY_FIELDS, Instance, LanguageModel, Server
 
 INSTANCE_SCHEMA = "balance-opt/instance"
@@ -26,15 +27,6 @@ SOLUTION_SCHEMA = "balance-opt/solution"
 FORMAT_VERSION = 1
 
 STATUSES = ("optimal", "feasible", "time_limit", "error")
-
-
-class InputError(ValueError):
-    """A file or value that breaks a rule of FORMATS.md (exit status 2 on the CLI)."""
-
-    def __init__(self, source: str, path: str, rule: str) -> None:
-        self.source, self.path, self.rule = source, path, rule
-        where = f"{source}: {path}" if path else source
-        super().__init__(f"{where}: {rule}")
 
 
 # --- low-level checks -------------------------------------------------------------

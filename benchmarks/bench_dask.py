@@ -22,12 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from balance_opt.batch.configs import make_config
 from balance_opt.batch.dask_executor import DaskExecutor
 from balance_opt.batch.pool import LocalPool
-from balance_opt.configs import make_config
+from balance_opt.batch.runner import run_batch
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
-from balance_opt.runner import run_batch
 
 
 def make_instances(folder: Path, count: int, users: int) -> Path:

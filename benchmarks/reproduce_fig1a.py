@@ -5,7 +5,7 @@
 For the default ``rtx4090`` (datasheet) profile and ``rtx4090-fig1a`` (fitted to the
 paper's Fig. 1(a)): Fig. 1's single user, and the sweeps of Figs. 4, 5 and 7 with the
 heuristics only (BALANCE, AD-only, SD-only, ECRA, EMA, ECRMA; the gains need no MILP),
-seeds 1..N per sweep point, the sweep definitions of ``balance_opt.experiments``.
+seeds 1..N per sweep point, the sweep definitions of ``balance_opt.batch.experiments``.
 Writes ``<profile>/<sweep>.csv`` (one row per solve), ``summary.csv`` (every row of the
 "ours vs paper" table) and ``measurements.csv`` (per profile and sweep: how much KV memory
 the settings can demand and BALANCE uses, its z, the per-pass share of its latency, and
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from balance_opt.batch.experiments import EXPERIMENTS, PAPER_FIG1, PAPER_FIG1_LATENCY_PCT, SWEEPS
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
-from balance_opt.experiments import EXPERIMENTS, PAPER_FIG1, PAPER_FIG1_LATENCY_PCT, SWEEPS
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.io import atomic_write

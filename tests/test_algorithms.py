@@ -23,8 +23,8 @@ from balance_opt.instance import Instance, Server
 from balance_opt.io import instance_to_dict, read_instance
 from balance_opt.model import ModeCost, ad_mode, sd_mode
 from balance_opt.solvers import get_solver
-from balance_opt.solvers.algorithm import memory_split
-from balance_opt.solvers.literal import algorithm1, algorithm2, balance_literal, tuple_values
+from balance_opt.solvers.heuristic.literal import algorithm1, algorithm2, balance_literal, tuple_values
+from balance_opt.solvers.heuristic.primitives import memory_split
 from tests.strategies import LLAMA2_7B, TINYLLAMA, small_instances
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

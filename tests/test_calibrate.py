@@ -12,8 +12,9 @@ from balance_opt.calibration.fit import FitError, fit_model, nnls2, row_flops
 from balance_opt.calibration.paper_fig1a import PAPER_REDUCTIONS_PCT, fit
 from balance_opt.calibration.profile_file import read_profile
 from balance_opt.calibration.timings import Timing, timings_csv
+from balance_opt.errors import InputError
 from balance_opt.generator import generate
-from balance_opt.io import InputError, read_instance
+from balance_opt.io import read_instance
 from balance_opt.model import decode_flops, prefill_flops, verify_flops
 from balance_opt.profiles import FITTED, get_model
 from tests.test_cli_basic import run

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from balance_opt import solvers
-from balance_opt.configs import make_config
-from balance_opt.runner import run_batch
+from balance_opt.batch.configs import make_config
+from balance_opt.batch.runner import run_batch
 from tests.doubles import DOUBLES
 from tests.test_runner import _alive, _descendants, make_instances, table
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
-from balance_opt.io import InputError
 from balance_opt.solvers import get_solver
-from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.exhaustive import MAX_USERS
+from balance_opt.solvers.heuristic.primitives import memory_split
 from tests.strategies import small_instances
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from balance_opt import experiments
+from balance_opt.batch import experiments
 from balance_opt.batch.table import read_results
 from balance_opt.cli import main
 from balance_opt.report.paper import fig1

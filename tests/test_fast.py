@@ -1,6 +1,6 @@
 """The fast Algorithm 3 returns exactly the literal answer (z, lambda, AD and SD users in order).
 
-Every fast path has a slow twin here: :func:`balance_opt.solvers.literal.balance_literal`
+Every fast path has a slow twin here: :func:`balance_opt.solvers.heuristic.literal.balance_literal`
 for the whole algorithm, a tuple-by-tuple block walk for the block search, brute-force
 maxima for the bounds, and the shared model functions for the vectorized contributions.
 """
@@ -18,10 +18,17 @@ from hypothesis import strategies as st
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
-from balance_opt.solvers import fast
-from balance_opt.solvers._fast_block import Block, batch_bounds, frontier, literal_search, search, step_value
-from balance_opt.solvers.algorithm import ad_time_budget, memory_split
-from balance_opt.solvers.literal import algorithm1, algorithm2, balance_literal
+from balance_opt.solvers.heuristic import fast
+from balance_opt.solvers.heuristic.blocks import (
+    Block,
+    batch_bounds,
+    frontier,
+    search_block,
+    search_block_literal,
+    step_value,
+)
+from balance_opt.solvers.heuristic.literal import algorithm1, algorithm2, balance_literal
+from balance_opt.solvers.heuristic.primitives import ad_time_budget, memory_split
 from tests.strategies import GRIDS, small_instances
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -221,9 +228,9 @@ def test_block_search_and_bounds(
     blk = _ad_block(inst, z, L1)
     q, _ = memory_split(inst, z, lam)
     v_vals, tau_vals = fast._values(inst.output_tokens), fast._values(inst.upload_s)
-    want = literal_search(blk, q, 0, v_vals, tau_vals)
+    want = search_block_literal(blk, q, 0, v_vals, tau_vals)
     best = want.served if want else 0
-    got = search(blk, q, floor)
+    got = search_block(blk, q, floor)
     if best > floor:
         assert got == want
     else:

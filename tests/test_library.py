@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from balance_opt.batch.configs import SolverConfig, make_config
+from balance_opt.batch.experiments import SWEEPS, make_instances
 from balance_opt.batch.task import Task, solve_task
-from balance_opt.configs import SolverConfig, make_config
-from balance_opt.experiments import SWEEPS, make_instances
 from balance_opt.library.reference import (
     ReferenceContradiction,
     read_ledger,

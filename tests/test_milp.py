@@ -22,24 +22,22 @@ from balance_opt.evaluate import REL_TOL, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import sd_user_costs
-from balance_opt.solvers import get_solver
+from balance_opt.solvers import get_solver, solver_class, solver_names
+from balance_opt.solvers.milp import MilpSolver
 from balance_opt.solvers.milp.cpsat_backend import integer_start, to_cpsat
-from balance_opt.solvers.milp.formulation import (
-    BYTES_PER_MB,
-    US_PER_S,
-    BackendResult,
-    Formulation,
-    build,
-    sd_l4_coefficients,
-)
-from balance_opt.solvers.milp.search import SELECTORS, _combinatorial_bound, _memory_binds, _ZState
-from balance_opt.solvers.milp.values import solution_values, violated_rows
+from balance_opt.solvers.milp.formulation import BackendResult, build, sd_l4_coefficients
+from balance_opt.solvers.milp.linear import BYTES_PER_MB, US_PER_S, Formulation
+from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
+from balance_opt.solvers.milp.warm_start import solution_values
+from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
 pytest.importorskip("highspy")
 pytest.importorskip("ortools")
 
+# the MILP backends of the registry (the tests below use their shared options)
+MILP_BACKENDS = [n for n in solver_names(exact_for="P1") if issubclass(solver_class(n), MilpSolver)]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -66,6 +64,18 @@ def long_prompt_instances(draw: st.DrawFn, max_users: int = 7) -> Instance:
 def cases(draw: st.DrawFn, max_users: int = 7) -> Instance:
     """Either kind of small instance."""
     return draw(small_instances(max_users=max_users) | long_prompt_instances(max_users=max_users))
+
+
+def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) -> list[str]:
+    """Names of rows that ``vals`` violates by more than ``tol`` (relative to the row)."""
+    bad = []
+    for row in f.rows:
+        if row.indicator is not None and vals[row.indicator] < 0.5:
+            continue
+        lhs = sum(c * vals[i] for i, c in zip(row.index, row.coef, strict=True))
+        if lhs > row.rhs + tol * max(1.0, abs(row.rhs)):
+            bad.append(row.name)
+    return bad
 
 
 def brute_force(inst: Instance) -> int:
@@ -199,7 +209,7 @@ def _check_exact(inst: Instance, selectors: str) -> None:
     expected = brute_force(inst)
     event(f"optimum {'=' if expected == inst.num_users else '<'} K, optimum>0: {expected > 0}")
     event(f"selectors={selectors}")
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1, selectors=selectors).solve(inst, seed=0)
         assert res.status == "optimal", (name, res.error)
         assert res.feasible
@@ -229,14 +239,14 @@ def test_milp_equals_brute_force_many(inst: Instance, selectors: str) -> None:
 def test_milp_equals_exhaustive(inst: Instance, selectors: str) -> None:
     ref = get_solver("exhaustive").solve(inst)
     assert ref.status == "optimal"
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1, selectors=selectors).solve(inst)
         assert res.status == "optimal", (name, res.error)
         assert res.served == ref.served == res.bound
 
 
 @pytest.mark.xdist_group("wallclock")
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_time_limit_gives_schedule_and_bound(name: str) -> None:
     inst = generate("fig4", 30, seed=3)
     res = get_solver(name).solve(inst, time_limit=0.5)
@@ -249,7 +259,7 @@ def test_time_limit_gives_schedule_and_bound(name: str) -> None:
 
 
 @pytest.mark.xdist_group("wallclock")
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
     # fig5 K = 70: the bounds of one z alone take about a second without a limit, so
     # they must stop at their share (15% of the limit) for the limit to hold
@@ -262,7 +272,7 @@ def test_time_limit_holds_with_the_combinatorial_bounds(name: str) -> None:
     assert res.bound >= res.served
 
 
-@pytest.mark.parametrize("name", ["milp-highs", "milp-cpsat"])
+@pytest.mark.parametrize("name", MILP_BACKENDS)
 def test_hint_is_used_and_kept(name: str) -> None:
     inst = generate("fig4", 8, seed=5)
     best = get_solver(name, warm_start=False).solve(inst)
@@ -378,7 +388,7 @@ def test_cpsat_regression_large_coefficients() -> None:
         downlink_spectral_efficiency=np.ones(k),
     )
     assert brute_force(inst) == 7
-    for name in ("milp-highs", "milp-cpsat"):
+    for name in MILP_BACKENDS:
         res = get_solver(name, threads=1).solve(inst)
         assert (res.status, res.served, res.bound) == ("optimal", 7, 7), name
 
@@ -415,7 +425,7 @@ def test_cpsat_stopped_in_presolve_proves_nothing() -> None:
     # fig5 K = 70, seed 2, z = 0.5, served >= 27: stopped within 10 ms, CP-SAT reports
     # UNKNOWN with a best bound of 0; taken as a bound, that "proved" the z infeasible
     from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
-    from balance_opt.solvers.milp.search import with_rows
+    from balance_opt.solvers.milp.z_sweep import with_rows
 
     f = build(generate("fig5", 70, seed=2), 0.5)
     res = solve_cpsat(with_rows(f, 27, []), time_limit=0.01, threads=8, seed=0)
@@ -430,9 +440,9 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
     def stopped(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
         return BackendResult("time_limit", None, 0.0, {}, True)
 
-    from balance_opt.solvers.milp.search import search
+    from balance_opt.solvers.milp.z_sweep import search
 
-    out = search(inst, stopped, time_limit=5.0, hint=None, warm_start=False)
+    out = search(inst, stopped, time_limit=5.0, hint=None, options=SweepOptions(warm_start=False))
     assert out.status == "time_limit"
     assert out.bound is not None
     assert out.bound >= get_solver("exhaustive").solve(inst).served
@@ -450,10 +460,10 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     def wrong(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
         return BackendResult("infeasible", None, None, {}, True)
 
-    from balance_opt.solvers.milp.search import search
+    from balance_opt.solvers.milp.z_sweep import search
 
     with pytest.warns(RuntimeWarning, match="the proof is ignored"):
-        out = search(inst, wrong, time_limit=None, hint=hint, warm_start=False)
+        out = search(inst, wrong, time_limit=None, hint=hint, options=SweepOptions(warm_start=False))
     z = f"{hint.z:g}"
     assert out.stats["z_models"][z]["wrong_proof"] == best.served - 2
     assert evaluate(inst, out.schedule).served == best.served - 1

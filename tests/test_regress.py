@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from balance_opt import regress, solvers
+from balance_opt import solvers
+from balance_opt.batch import regress
 from balance_opt.cli import main
 from balance_opt.generator import generate
 from balance_opt.io import write_instance

@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 
 from balance_opt import solvers
+from balance_opt.batch.configs import load_config, make_config, resolve_configs
 from balance_opt.batch.pool import LocalPool
+from balance_opt.batch.runner import run_batch
 from balance_opt.batch.table import read_results
-from balance_opt.configs import load_config, make_config, resolve_configs
+from balance_opt.errors import InputError
 from balance_opt.generator import generate
-from balance_opt.io import InputError, read_solution, write_instance
-from balance_opt.runner import run_batch
+from balance_opt.io import read_solution, write_instance
 from tests.doubles import DOUBLES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,7 +249,7 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
 
 def test_dask_missing_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     from balance_opt.batch.dask_executor import DaskExecutor
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
     with pytest.raises(UsageError, match=r'pip install "balance-opt\[dask\]"'):
@@ -266,7 +267,7 @@ def test_configs_load_validate_and_hash(tmp_path: Path, monkeypatch: pytest.Monk
     for text, rule in [
         ("solver = ", "not valid TOML"),
         ('solver = "nope"', "unknown solver"),
-        ('solver = "ad-only"\n[options]\nwarp = 9', "no such option"),
+        ('solver = "ad-only"\n[options]\nwarp = 9', "has no option"),
         ('solver = "ad-only"\nextra = 1', "unknown key"),
         ('solver = "ad-only"\n[options]\ntime_limit_s = -1', "must be a number > 0"),
     ]:

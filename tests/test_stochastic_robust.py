@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
-from balance_opt.io import InputError, instance_bytes, instance_from_dict, instance_to_dict, read_instance
-from balance_opt.solvers import get_solver
+from balance_opt.io import instance_bytes, instance_from_dict, instance_to_dict, read_instance
+from balance_opt.solvers import get_solver, solver_names
 from balance_opt.stochastic import (
     batch_user_level,
     iterations_distribution,
@@ -118,7 +119,7 @@ def overridden(draw: st.DrawFn) -> Instance:
 def test_every_solver_plans_for_the_levels(inst: Instance) -> None:
     """Arbitrary levels, unrelated to LO and A: the solvers still agree with enumeration."""
     best = brute_force(inst)
-    for name in ("milp-highs", "exhaustive"):
+    for name in solver_names(exact_for="P1"):
         res = get_solver(name).solve(inst)
         assert res.status == "optimal", (name, res.error)
         assert res.served == best, name

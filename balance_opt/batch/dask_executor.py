@@ -45,7 +45,7 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        from balance_opt.cli import UsageError
+        from balance_opt.errors import UsageError
 
         raise UsageError(INSTALL_HINT) from None
     return distributed

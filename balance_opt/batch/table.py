@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from balance_opt.io import InputError, atomic_write, read_solution
+from balance_opt.errors import InputError
+from balance_opt.io import atomic_write, read_solution
 
 if TYPE_CHECKING:
     import pandas as pd

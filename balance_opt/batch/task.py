@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt import __version__
-from balance_opt.configs import SolverConfig, config_from_dict
+from balance_opt.batch.configs import SolverConfig, config_from_dict
+from balance_opt.errors import InputError
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, InputError, instance_from_dict, parse_json
+from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, instance_from_dict, parse_json
 from balance_opt.result import error_result, unsolved_result
 
 Task = dict[str, Any]

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt.calibration.fit import ModelFit
-from balance_opt.io import InputError, atomic_write
+from balance_opt.errors import InputError
+from balance_opt.io import atomic_write
 from balance_opt.profiles import MODELS
 
 SCHEMA = "balance-opt/hardware-profile"

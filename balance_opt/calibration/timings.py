@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from balance_opt.io import InputError
+from balance_opt.errors import InputError
 
 COLUMNS = ("model", "phase", "batch", "new_tokens", "context_tokens", "seconds")
 MODELS = ("llm", "slm")

@@ -31,8 +31,7 @@ def handle(args: argparse.Namespace) -> int:
     from balance_opt.calibration.fit import FitError, fit_models, residual_figure
     from balance_opt.calibration.profile_file import profile_json, write_profile
     from balance_opt.calibration.timings import read_timings
-    from balance_opt.cli import UsageError
-    from balance_opt.io import InputError
+    from balance_opt.errors import InputError, UsageError
     from balance_opt.profiles import get_model
 
     names = {"llm": args.llm, "slm": args.slm}

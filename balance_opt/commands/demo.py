@@ -32,12 +32,12 @@ def register(sub: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
+    from balance_opt.batch.configs import make_config
+    from balance_opt.batch.runner import run_batch
     from balance_opt.batch.table import read_results
-    from balance_opt.configs import make_config
     from balance_opt.generator import generate
     from balance_opt.io import write_instance
     from balance_opt.report import build_report
-    from balance_opt.runner import run_batch
 
     start = time.perf_counter()
     out = Path(args.out)

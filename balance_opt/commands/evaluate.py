@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from balance_opt.evaluate import Evaluation, Schedule
     from balance_opt.instance import Instance
+    from balance_opt.mode_comparison import ModeComparison
 
 
 def register(sub: Any) -> None:
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
 
 def parse_assign(inst: Instance, text: str) -> dict[str, str]:
     """``u0=ad,u1=sd`` -> a full assignment (unnamed users: none)."""
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
 
     out = dict.fromkeys(inst.user_ids, "none")
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -56,7 +57,7 @@ def parse_assign(inst: Instance, text: str) -> dict[str, str]:
 
 def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[str, Any]]:
     """The schedule to evaluate and notes about where it came from."""
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.evaluate import Schedule
     from balance_opt.io import read_bytes, read_solution, sha256_bytes
 
@@ -86,7 +87,7 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
 
 
 def handle(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.evaluate import evaluate
     from balance_opt.io import read_instance
 
@@ -179,45 +180,43 @@ def format_evaluation(inst: Instance, schedule: Schedule, ev: Evaluation) -> str
 
 def compare_modes(inst: Instance, as_json: bool) -> int:
     """All users in AD at z = 1 against all in SD at z = 0 (Fig. 1 of the paper)."""
-    import numpy as np
+    from balance_opt.mode_comparison import compare_modes as compare
 
-    from balance_opt.evaluate import AD, SD, Schedule, evaluate
+    cmp = compare(inst)
+    print(json.dumps(_comparison_doc(inst, cmp), allow_nan=False) if as_json else _comparison_text(inst, cmp))
+    return 0
 
-    k = inst.num_users
-    ad = evaluate(inst, Schedule(1.0, np.full(k, AD, dtype=np.int8)))
-    sd = evaluate(inst, Schedule(0.0, np.full(k, SD, dtype=np.int8)))
-    more_memory = 100.0 * (sd.memory_bytes - ad.memory_bytes) / ad.memory_bytes
-    # end-to-end latency of the last user: mode latency plus its download
-    e2e_ad = float(np.max(ad.completion_s))
-    e2e_sd = float(np.max(sd.completion_s))
-    less_latency = 100.0 * (e2e_ad - e2e_sd) / e2e_ad
-    if as_json:
-        doc = {
-            "instance": inst.name,
-            "ad": {
-                "z": 1.0,
-                "latency_s": ad.t_ad,
-                "completion_s": e2e_ad,
-                "memory_bytes": ad.memory_bytes,
-                "kv_bytes": ad.ad.kv_bytes,
-                "feasible": ad.feasible,
-            },
-            "sd": {
-                "z": 0.0,
-                "latency_s": sd.t_sd,
-                "completion_s": e2e_sd,
-                "memory_bytes": sd.memory_bytes,
-                "kv_bytes": sd.sd.kv_bytes,
-                "feasible": sd.feasible,
-            },
-            "sd_more_memory_pct": more_memory,
-            "sd_less_latency_pct": less_latency,
-        }
-        print(json.dumps(doc, allow_nan=False))
-        return 0
+
+def _comparison_doc(inst: Instance, cmp: ModeComparison) -> dict[str, Any]:
+    ad, sd = cmp.ad, cmp.sd
+    return {
+        "instance": inst.name,
+        "ad": {
+            "z": 1.0,
+            "latency_s": ad.t_ad,
+            "completion_s": cmp.e2e_ad_s,
+            "memory_bytes": ad.memory_bytes,
+            "kv_bytes": ad.ad.kv_bytes,
+            "feasible": ad.feasible,
+        },
+        "sd": {
+            "z": 0.0,
+            "latency_s": sd.t_sd,
+            "completion_s": cmp.e2e_sd_s,
+            "memory_bytes": sd.memory_bytes,
+            "kv_bytes": sd.sd.kv_bytes,
+            "feasible": sd.feasible,
+        },
+        "sd_more_memory_pct": cmp.sd_more_memory_pct,
+        "sd_less_latency_pct": cmp.sd_less_latency_pct,
+    }
+
+
+def _comparison_text(inst: Instance, cmp: ModeComparison) -> str:
+    ad, sd = cmp.ad, cmp.sd
     rows = (
         ("latency excl. download (s)", _fmt(ad.t_ad), _fmt(sd.t_sd)),
-        ("end-to-end, last user (s)", _fmt(e2e_ad), _fmt(e2e_sd)),
+        ("end-to-end, last user (s)", _fmt(cmp.e2e_ad_s), _fmt(cmp.e2e_sd_s)),
         ("memory total (bytes)", f"{ad.memory_bytes:.1f}", f"{sd.memory_bytes:.1f}"),
         (
             "  weights (bytes)",
@@ -228,15 +227,14 @@ def compare_modes(inst: Instance, as_json: bool) -> int:
         ("feasible", str(ad.feasible), str(sd.feasible)),
     )
     lines = [
-        f"instance {inst.name} (K={k}): all users in AD at z=1 vs all in SD at z=0",
+        f"instance {inst.name} (K={inst.num_users}): all users in AD at z=1 vs all in SD at z=0",
         "",
         f"{'':<30}{'AD (z=1)':>22}{'SD (z=0)':>22}",
     ]
     lines += [f"{a:<30}{b:>22}{c:>22}" for a, b, c in rows]
     lines += [
         "",
-        f"SD needs {more_memory:.1f}% more memory than AD",
-        f"SD has {less_latency:.1f}% less end-to-end latency than AD",
+        f"SD needs {cmp.sd_more_memory_pct:.1f}% more memory than AD",
+        f"SD has {cmp.sd_less_latency_pct:.1f}% less end-to-end latency than AD",
     ]
-    print("\n".join(lines))
-    return 0
+    return "\n".join(lines)

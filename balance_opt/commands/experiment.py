@@ -11,7 +11,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from balance_opt.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
+    from balance_opt.batch.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
 
     p = sub.add_parser(
         "experiment",
@@ -31,9 +31,9 @@ def register(sub: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
-    from balance_opt.experiments import NAMES, Settings, run_experiment
-    from balance_opt.report.paper import write_overview
+    from balance_opt.batch.experiments import NAMES, Settings
+    from balance_opt.errors import UsageError
+    from balance_opt.report.paper import run_experiment, write_overview
 
     if args.seeds < 1 or args.jobs < 1 or not args.time_limit > 0:
         raise UsageError("--seeds and --jobs must be >= 1 and --time-limit > 0")

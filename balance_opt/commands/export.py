@@ -28,8 +28,9 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from balance_opt.errors import InputError
     from balance_opt.evaluate import on_grid
-    from balance_opt.io import InputError, atomic_write, read_instance
+    from balance_opt.io import atomic_write, read_instance
 
     inst = read_instance(args.instance)
     grid = inst.server.z_grid

@@ -175,7 +175,7 @@ def _apply_hardware_file(path: Path, overrides: dict[str, Any], keep_memory: boo
 
 
 def handle(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.io import write_instance
 
     if args.count < 1:

@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 
 
 def handle_generate(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.library.readme import commands_of, write_readme
     from balance_opt.library.sets import SETS, write_library
 
@@ -67,8 +67,8 @@ def handle_generate(args: argparse.Namespace) -> int:
 
 
 def handle_refs(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
-    from balance_opt.configs import resolve_configs
+    from balance_opt.batch.configs import resolve_configs
+    from balance_opt.errors import UsageError
     from balance_opt.library.readme import remember, write_readme
     from balance_opt.library.reference import ReferenceContradiction
     from balance_opt.library.refs import build_references

@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.calibration.timings import timings_csv
     from balance_opt.calibration.torch_profile import Grid, profile_pair, require_torch
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.io import atomic_write
     from balance_opt.profiles import get_model
 

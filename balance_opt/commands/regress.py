@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from balance_opt import regress
+    from balance_opt.batch import regress
 
     start = time.perf_counter()
     limit = args.time_limit if args.time_limit is not None else regress.EXACT_TIME_LIMIT_S

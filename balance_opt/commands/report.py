@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from balance_opt.batch.table import read_results
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.report import build_report
 
     df = read_results(args.results)

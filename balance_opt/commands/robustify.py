@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 def batch_users_of(text: str | None, inst: Any) -> int | None:
     """``--batch-users``: None, an integer >= 1, or 'auto' (SD users of balance's schedule)."""
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
 
     if text is None:
         return None
@@ -44,7 +44,7 @@ def batch_users_of(text: str | None, inst: Any) -> int | None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.io import read_instance, write_instance
     from balance_opt.stochastic import robustify
 

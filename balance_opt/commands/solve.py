@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from balance_opt.cli import UsageError
+from balance_opt.errors import UsageError
 
 # Exit statuses beside the CLI's 0 / 1 / 2.
 CLUSTER_LOST = 3
@@ -86,8 +86,8 @@ def failed(doc: dict[str, Any]) -> bool:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from balance_opt.configs import resolve_configs
-    from balance_opt.runner import collect_instance_paths, read_instance_file
+    from balance_opt.batch.configs import resolve_configs
+    from balance_opt.batch.runner import collect_instance_paths, read_instance_file
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
@@ -120,8 +120,8 @@ def handler(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor: Any) -> int:
     """Run the batch and report it; the exit status."""
+    from balance_opt.batch.runner import run_batch
     from balance_opt.io import dumps
-    from balance_opt.runner import run_batch
 
     single = len(paths) == 1 and len(configs) == 1
 

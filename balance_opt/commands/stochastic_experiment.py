@@ -34,9 +34,10 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from balance_opt.cli import UsageError
+    from balance_opt.errors import UsageError
     from balance_opt.solvers import solver_names
     from balance_opt.stochastic.experiment import Settings, run
+    from balance_opt.stochastic.report import write_report
 
     if args.seeds < 1 or args.jobs < 1 or args.trials < 1 or not args.time_limit > 0:
         raise UsageError("--seeds, --jobs and --trials must be >= 1 and --time-limit > 0")
@@ -61,6 +62,6 @@ def handle(args: argparse.Namespace) -> int:
         command=" ".join(shlex.quote(a) for a in argv),
         log=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
-    path = run(st)
+    path = write_report(run(st), st)
     st.log(f"report in {path}")
     return 0

@@ -26,8 +26,8 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from balance_opt.errors import InputError
     from balance_opt.io import (
-        InputError,
         check_solution_dict,
         read_bytes,
         read_document,

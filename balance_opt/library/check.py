@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.io import (
     SOLUTION_SCHEMA,
-    InputError,
     check_solution_dict,
     parse_json,
     read_bytes,

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from balance_opt.io import InputError, atomic_write
+from balance_opt.errors import InputError
+from balance_opt.io import atomic_write
 
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 LEDGER = "attempts.csv"

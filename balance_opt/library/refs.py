@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.configs import SolverConfig, make_config
+from balance_opt.batch.configs import SolverConfig, make_config
+from balance_opt.batch.runner import Executor, collect_instance_paths, run_batch
+from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.io import (
-    InputError,
     atomic_write,
     dumps,
     parse_json,
@@ -37,7 +38,6 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
-from balance_opt.runner import Executor, collect_instance_paths, run_batch
 
 # Fields of a solver's document that are about the run, not the schedule: not stored.
 RUN_FIELDS = ("run", "stats")

@@ -1,6 +1,6 @@
 """The library's instance sets: the paper's experiment sweeps and sets past the paper.
 
-A paper set is the sweep of one figure (:data:`balance_opt.experiments.EXPERIMENTS`), so
+A paper set is the sweep of one figure (:data:`balance_opt.batch.experiments.EXPERIMENTS`), so
 its instance files are byte for byte those ``balance-opt experiment`` writes for the same
 seeds. Sets past the paper are sweeps of K over several presets at once, with a memory
 override where the preset has none. Every set is written by :func:`write_library`.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.experiments import EXPERIMENTS, SWEEPS, Sweep, instance_stem
+from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, Sweep, instance_stem
 from balance_opt.generator import PRESETS, generate
 from balance_opt.io import atomic_write, instance_bytes
 

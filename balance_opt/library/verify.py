@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
-from balance_opt.io import InputError, read_bytes, read_instance, read_solution, sha256_bytes
+from balance_opt.io import read_bytes, read_instance, read_solution, sha256_bytes
 from balance_opt.library.reference import ALL_SERVED, CERTIFYING_PROOFS, HEURISTICS, REFERENCE, read_reference
 
 

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from balance_opt.io import atomic_write
@@ -15,7 +14,7 @@ from balance_opt.report import figures, stats
 from balance_opt.report.build import build_report, markdown_table
 
 if TYPE_CHECKING:
-    from balance_opt.experiments import Experiment, Settings, Sweep
+    from balance_opt.batch.experiments import Experiment, Settings, Sweep
 
 FIG1_OUTPUTS = (100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 FIG1_PAPER_POINTS = (200, 600, 1000)
@@ -31,41 +30,12 @@ def _pct(x: Any) -> str:
 
 def fig1(out: Path, command: str) -> dict[str, Any]:
     """Fig. 1: one user, 500 input tokens; everyone in AD at z = 1 against SD at z = 0."""
-    from balance_opt.evaluate import AD, SD, Schedule, evaluate
-    from balance_opt.experiments import PAPER_FIG1, PAPER_FIG1_LATENCY_PCT
-    from balance_opt.generator import generate
+    from balance_opt.batch.experiments import PAPER_FIG1_LATENCY_PCT
 
-    rows = []
-    for lo in FIG1_OUTPUTS:
-        inst = generate("fig1", output_tokens=lo)
-        ad = evaluate(inst, Schedule(1.0, np.array([AD], dtype=np.int8)))
-        sd = evaluate(inst, Schedule(0.0, np.array([SD], dtype=np.int8)))
-        e2e_ad, e2e_sd = float(ad.completion_s.max()), float(sd.completion_s.max())
-        rows.append(
-            {
-                "output_tokens": lo,
-                "ad_e2e_s": e2e_ad,
-                "sd_e2e_s": e2e_sd,
-                "ad_memory_gb": ad.memory_bytes / 1e9,
-                "sd_memory_gb": sd.memory_bytes / 1e9,
-                "sd_more_memory_pct": 100.0 * (sd.memory_bytes - ad.memory_bytes) / ad.memory_bytes,
-                "sd_less_latency_pct": 100.0 * (e2e_ad - e2e_sd) / e2e_ad,
-                "paper_more_memory_pct": PAPER_FIG1.get(lo, math.nan),
-            }
-        )
-    table = pd.DataFrame(rows)
+    table = _fig1_table()
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "fig1.csv", table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))
-    fig, (a, b) = figures.figure_pair()
-    a.plot(table["output_tokens"], table["ad_e2e_s"], marker="o", label="AD (z = 1)")
-    a.plot(table["output_tokens"], table["sd_e2e_s"], marker="s", label="SD (z = 0)")
-    a.set(xlabel="output length (tokens)", ylabel="end-to-end latency (s)")
-    b.plot(table["output_tokens"], table["ad_memory_gb"], marker="o", label="AD (z = 1)")
-    b.plot(table["output_tokens"], table["sd_memory_gb"], marker="s", label="SD (z = 0)")
-    b.set(xlabel="output length (tokens)", ylabel="GPU memory (GB)")
-    for ax in (a, b):
-        ax.legend(fontsize=7)
-    figures.save(fig, out / "figures" / "fig1")
+    _fig1_plot(table, out / "figures" / "fig1")
     points = table[table["output_tokens"].isin(FIG1_PAPER_POINTS)]
     numbers = {
         "memory_pct": dict(zip(points["output_tokens"], points["sd_more_memory_pct"], strict=True)),
@@ -97,8 +67,43 @@ def fig1(out: Path, command: str) -> dict[str, Any]:
     return numbers
 
 
+def _fig1_table() -> pd.DataFrame:
+    """One row per output length of :data:`FIG1_OUTPUTS`: both modes and the paper's figure."""
+    from balance_opt.batch.experiments import PAPER_FIG1
+    from balance_opt.generator import generate
+    from balance_opt.mode_comparison import compare_modes
+
+    rows = []
+    for lo in FIG1_OUTPUTS:
+        cmp = compare_modes(generate("fig1", output_tokens=lo))
+        rows.append(
+            {
+                "output_tokens": lo,
+                "ad_e2e_s": cmp.e2e_ad_s,
+                "sd_e2e_s": cmp.e2e_sd_s,
+                "ad_memory_gb": cmp.ad.memory_bytes / 1e9,
+                "sd_memory_gb": cmp.sd.memory_bytes / 1e9,
+                "sd_more_memory_pct": cmp.sd_more_memory_pct,
+                "sd_less_latency_pct": cmp.sd_less_latency_pct,
+                "paper_more_memory_pct": PAPER_FIG1.get(lo, math.nan),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _fig1_plot(table: pd.DataFrame, stem: Path) -> None:
+    """Latency and memory against the output length, one line per mode."""
+    fig, (a, b) = figures.figure_pair()
+    for ax, column, ylabel in ((a, "e2e_s", "end-to-end latency (s)"), (b, "memory_gb", "GPU memory (GB)")):
+        ax.plot(table["output_tokens"], table[f"ad_{column}"], marker="o", label="AD (z = 1)")
+        ax.plot(table["output_tokens"], table[f"sd_{column}"], marker="s", label="SD (z = 0)")
+        ax.set(xlabel="output length (tokens)", ylabel=ylabel)
+        ax.legend(fontsize=7)
+    figures.save(fig, stem)
+
+
 def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[str], dict[str, Any]]:
-    from balance_opt.experiments import PAPER_FIG6, average_gains, fig6_numbers
+    from balance_opt.batch.experiments import PAPER_FIG6, average_gains, fig6_numbers
 
     if exp.name == "fig6":
         ours = fig6_numbers(df)
@@ -145,8 +150,8 @@ def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[s
 
 def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st: Settings) -> dict[str, Any]:
     """Build ``OUT/<figure>/`` from the sweep's results table; returns the compared numbers."""
+    from balance_opt.batch.experiments import EXHAUSTIVE_TIME_LIMIT_S
     from balance_opt.batch.table import read_results
-    from balance_opt.experiments import EXHAUSTIVE_TIME_LIMIT_S
 
     run = st.out / "runs" / sweep.name
     df = read_results([run])
@@ -170,13 +175,13 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
 
 def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Settings) -> Path:
     """``OUT/README.md``: every figure's numbers beside the paper's, with links."""
-    from balance_opt.experiments import EXHAUSTIVE_TIME_LIMIT_S
+    from balance_opt.batch.experiments import EXHAUSTIVE_TIME_LIMIT_S
 
     rows = []
     for name, numbers in results.items():
         if name == "fig1":
             for lo, pct in numbers["memory_pct"].items():
-                from balance_opt.experiments import PAPER_FIG1
+                from balance_opt.batch.experiments import PAPER_FIG1
 
                 rows.append([name, f"SD's extra memory at LO = {lo}", _pct(pct), _pct(PAPER_FIG1[lo])])
             rows.append([name, "SD's average latency reduction", _pct(numbers["latency_pct"]), "39.1%"])
@@ -220,3 +225,14 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
     path = out / "README.md"
     atomic_write(path, "\n".join(lines) + "\n")
     return path
+
+
+def run_experiment(name: str, st: Settings) -> dict[str, Any]:
+    """Solve one figure (solves resume from ``OUT/runs``) and report it beside the paper's numbers."""
+    from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, solve_experiment
+
+    if name == "fig1":
+        return fig1(st.out / "fig1", st.command)
+    configs = solve_experiment(name, st)
+    exp = EXPERIMENTS[name]
+    return report_experiment(exp, SWEEPS[exp.sweep], configs, st)

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 SGM_SHIFT_S = 1e-3
-CONFIDENCE = 0.95
 SOLVED_STATUSES = ("optimal", "feasible")
 
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.

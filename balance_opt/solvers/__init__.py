@@ -7,19 +7,20 @@ and the heuristic stay fast.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Literal
 
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.errors import SolverUnavailable
+from balance_opt.solvers.base import Solver
 
 # name -> "module:class"; FORMATS.md fixes the public names.
 _REGISTRY: dict[str, str] = {
-    "balance": "balance_opt.solvers.heuristic:BalanceSolver",
-    "balance-literal": "balance_opt.solvers.heuristic:LiteralBalanceSolver",
-    "ad-only": "balance_opt.solvers.heuristic:AdOnlySolver",
-    "sd-only": "balance_opt.solvers.heuristic:SdOnlySolver",
-    "ecra": "balance_opt.solvers.heuristic:EcraSolver",
-    "ema": "balance_opt.solvers.heuristic:EmaSolver",
-    "ecrma": "balance_opt.solvers.heuristic:EcrmaSolver",
+    "balance": "balance_opt.solvers.heuristic.solvers:BalanceSolver",
+    "balance-literal": "balance_opt.solvers.heuristic.solvers:LiteralBalanceSolver",
+    "ad-only": "balance_opt.solvers.heuristic.solvers:AdOnlySolver",
+    "sd-only": "balance_opt.solvers.heuristic.solvers:SdOnlySolver",
+    "ecra": "balance_opt.solvers.heuristic.solvers:EcraSolver",
+    "ema": "balance_opt.solvers.heuristic.solvers:EmaSolver",
+    "ecrma": "balance_opt.solvers.heuristic.solvers:EcrmaSolver",
     "exhaustive": "balance_opt.solvers.exhaustive:ExhaustiveSolver",
     "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
     "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",
@@ -28,9 +29,28 @@ _REGISTRY: dict[str, str] = {
 }
 
 
-def solver_names() -> list[str]:
-    """Every registered solver name."""
-    return list(_REGISTRY)
+# The solvers that prove optima, by the problem they solve exactly: P1 (the model's
+# problem) or P2 (P1 with the memory split fixed by lambda). The tests hold every one to
+# enumeration, so registering a backend here is what puts it under test.
+_EXACT: dict[str, Literal["P1", "P2"]] = {
+    "exhaustive": "P1",
+    "exhaustive-p2": "P2",
+    "milp-highs": "P1",
+    "milp-cpsat": "P1",
+    "exact": "P1",
+}
+
+
+def solver_names(exact_for: Literal["P1", "P2"] | None = None) -> list[str]:
+    """Every registered solver name, or those that prove optima of problem ``exact_for``."""
+    if exact_for is None:
+        return list(_REGISTRY)
+    return [name for name in _REGISTRY if _EXACT.get(name) == exact_for]
+
+
+def heuristic_names() -> list[str]:
+    """The registered solvers that prove nothing (their schedules are only feasible)."""
+    return [name for name in _REGISTRY if name not in _EXACT]
 
 
 def solver_class(name: str) -> type[Solver]:
@@ -52,4 +72,4 @@ def get_solver(name: str, **options: Any) -> Solver:
     return cls(**options)
 
 
-__all__ = ["Solver", "SolverUnavailable", "get_solver", "solver_class", "solver_names"]
+__all__ = ["Solver", "SolverUnavailable", "get_solver", "heuristic_names", "solver_class", "solver_names"]

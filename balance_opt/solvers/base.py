@@ -12,8 +12,13 @@ from balance_opt.instance import Instance
 from balance_opt.result import Result, SolverOutput, make_result
 
 
-class SolverUnavailable(RuntimeError):
-    """An optional backend is not installed; the message says how to install it."""
+class UnknownOption(ValueError):
+    """An option that a solver does not declare (``key`` names it)."""
+
+    def __init__(self, solver: str, key: str, known: Mapping[str, Any]) -> None:
+        self.key = key
+        names = ", ".join(sorted(known)) or "none"
+        super().__init__(f"solver {solver!r} has no option {key!r} (known: {names})")
 
 
 class Solver(ABC):
@@ -27,11 +32,15 @@ class Solver(ABC):
     option_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.option_defaults))
-        if unknown:
-            known = ", ".join(sorted(self.option_defaults)) or "none"
-            raise ValueError(f"solver {self.name!r} has no option(s) {', '.join(unknown)} (known: {known})")
+        self.check_options(options)
         self.options: dict[str, Any] = {**self.option_defaults, **options}
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """:class:`UnknownOption` for the first key (sorted) that is not in :attr:`option_defaults`."""
+        unknown = sorted(set(options) - set(cls.option_defaults))
+        if unknown:
+            raise UnknownOption(cls.name, unknown[0], cls.option_defaults)
 
     @classmethod
     def is_available(cls) -> bool:

@@ -33,13 +33,13 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt.errors import InputError
 from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
 from balance_opt.instance import Instance
-from balance_opt.io import InputError
 from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.base import Solver
+from balance_opt.solvers.heuristic.primitives import memory_split
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
 # 10^8 beyond K = 16, the largest K of the paper's Fig. 6.

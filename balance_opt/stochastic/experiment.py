@@ -15,15 +15,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from balance_opt.configs import SolverConfig, make_config
+from balance_opt.batch.configs import SolverConfig, make_config
+from balance_opt.batch.experiments import Sweep, make_instances
+from balance_opt.batch.runner import run_batch, solution_name
 from balance_opt.evaluate import SD, Schedule
-from balance_opt.experiments import Sweep, make_instances
 from balance_opt.io import atomic_write, read_instance, read_solution, write_instance
-from balance_opt.runner import run_batch, solution_name
 from balance_opt.stochastic.distribution import robustify
 from balance_opt.stochastic.simulate import simulate, summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 USERS = (20, 30, 40, 50, 60, 70)
 PRESETS = ("fig4", "fig5")
@@ -137,11 +140,9 @@ def build_rows(st: Settings, nominal: list[Path], configs: dict[str, SolverConfi
     return rows
 
 
-def run(st: Settings) -> Path:
-    """Generate, solve, simulate and report; returns the report's README."""
+def run(st: Settings) -> pd.DataFrame:
+    """Generate, solve and simulate; returns one row per simulated schedule."""
     import pandas as pd
-
-    from balance_opt.stochastic.report import write_report
 
     start, wall = cpu_seconds(), time.perf_counter()
     nominal: list[Path] = []
@@ -158,7 +159,7 @@ def run(st: Settings) -> Path:
     df = pd.DataFrame(build_rows(st, nominal, configs))
     st.timings.update(cpu_s=cpu_seconds() - start, wall_s=time.perf_counter() - wall)
     record_timing(st)
-    return write_report(df, st)
+    return df
 
 
 def record_timing(st: Settings) -> None:

@@ -184,6 +184,38 @@ def write_report(df: pd.DataFrame, st: Settings) -> Path:
     per_k = summarize(df, ["preset", "K", "solver", "variant"])
     atomic_write(st.out / "summary.csv", per_k.to_csv(index=False, float_format="%.6g"))
     plot(df, st.out / "figures" / "goodput-vs-k")
+    parts = [
+        *_introduction(df, st),
+        "## How optimistic the deterministic model is",
+        "",
+        *headline(df),
+        "",
+        "## Summary (means over K and seeds)",
+        "",
+    ]
+    cols = {"solver": "solver", "variant": "plan", **METRICS}
+    overall, per_k = in_order(overall, df), in_order(per_k, df)
+    for preset in sorted(df["preset"].unique()):
+        t = overall[overall["preset"] == preset]
+        parts += [f"### {PRESET_TITLES.get(preset, preset)}", "", markdown(t, cols), ""]
+    parts += ["![goodput and miss rate against K](figures/goodput-vs-k.png)", "", "## Per K", ""]
+    for preset in sorted(df["preset"].unique()):
+        t = per_k[per_k["preset"] == preset]
+        parts += [f"### {PRESET_TITLES.get(preset, preset)}", "", markdown(t, {"K": "K", **cols}), ""]
+    parts += [
+        "## Rebuilding",
+        "",
+        "The same command rebuilds everything; the run folder `runs/` is resumed (only missing solves run). "
+        "With another reference solver, e.g. an exact one, pass `--reference NAME` (and `--time-limit`).",
+        "",
+    ]
+    path = st.out / "README.md"
+    atomic_write(path, "\n".join(parts))
+    return path
+
+
+def _introduction(df: pd.DataFrame, st: Settings) -> list[str]:
+    """The README's title, how it was built and its setup section."""
     ref = df[df["role"] == "reference"]
     proved = int((ref["status"] == "optimal").sum())
     label = (
@@ -192,11 +224,10 @@ def write_report(df: pd.DataFrame, st: Settings) -> Path:
         else f"proved optimal in {proved} of {len(ref)} solves, so its rows are *the best schedule found "
         f"by {st.reference} in {st.time_limit_s:g} s*, not optima"
     )
-    cols = {"solver": "solver", "variant": "plan", **METRICS}
     cpu, wall = st.timings.get("cpu_s", float("nan")), st.timings.get("wall_s", float("nan"))
     total_cpu, total_wall = st.timings.get("total_cpu_s", cpu), st.timings.get("total_wall_s", wall)
     calls = int(st.timings.get("invocations", 1))
-    parts = [
+    return [
         "# Random draft acceptance: nominal against robust schedules",
         "",
         f"Built by `{st.command}`",
@@ -223,28 +254,4 @@ def write_report(df: pd.DataFrame, st: Settings) -> Path:
         "`P(all on time)` the share of runs that keep every promise; `P(SD within plan)` the share in "
         "which every SD user needs no more iterations than planned. All values are means over seeds and K.",
         "",
-        "## How optimistic the deterministic model is",
-        "",
-        *headline(df),
-        "",
-        "## Summary (means over K and seeds)",
-        "",
     ]
-    overall, per_k = in_order(overall, df), in_order(per_k, df)
-    for preset in sorted(df["preset"].unique()):
-        t = overall[overall["preset"] == preset]
-        parts += [f"### {PRESET_TITLES.get(preset, preset)}", "", markdown(t, cols), ""]
-    parts += ["![goodput and miss rate against K](figures/goodput-vs-k.png)", "", "## Per K", ""]
-    for preset in sorted(df["preset"].unique()):
-        t = per_k[per_k["preset"] == preset]
-        parts += [f"### {PRESET_TITLES.get(preset, preset)}", "", markdown(t, {"K": "K", **cols}), ""]
-    parts += [
-        "## Rebuilding",
-        "",
-        "The same command rebuilds everything; the run folder `runs/` is resumed (only missing solves run). "
-        "With another reference solver, e.g. an exact one, pass `--reference NAME` (and `--time-limit`).",
-        "",
-    ]
-    path = st.out / "README.md"
-    atomic_write(path, "\n".join(parts))
-    return path

@@ -14,10 +14,11 @@ import importlib.util
 import time
 from typing import Any, ClassVar
 
+from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.solvers.base import Solver
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
 
@@ -46,7 +47,7 @@ def solve_exact(
 ) -> SolverOutput:
     """Run the box search over the whole z grid; the bound holds whenever it stops."""
     from balance_opt.solvers.exact.search import BoxSearch, Incumbent
-    from balance_opt.solvers.fast import balance_fast
+    from balance_opt.solvers.heuristic.fast import balance_fast
 
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)

@@ -1,7 +1,7 @@
 """Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
 
-``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (variables and linear or
-indicator rows, one model per z) and :mod:`.search` (the z loop, warm start, cutoffs,
+``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (:mod:`.linear` variables and linear or
+indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
 bounds and the evaluator check); only the translation to the backend differs.
 """
 
@@ -12,10 +12,13 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, ClassVar
 
+from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.solvers.base import Solver
+from balance_opt.solvers.heuristic.solvers import BalanceSolver
+from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
 
 
 @cache
@@ -32,11 +35,21 @@ def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
         )
 
 
-class _MilpSolver(Solver):
+def _balance(inst: Instance) -> Schedule | None:
+    """The warm start: the ``balance`` heuristic's schedule if the evaluator accepts it."""
+    res = BalanceSolver().solve(inst)
+    return res.schedule if res.feasible else None
+
+
+class MilpSolver(Solver):
     """The shared z search over one backend; subclasses name the backend and its modules."""
 
     _modules: ClassVar[tuple[str, ...]]
     _pip: ClassVar[str]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.sweep = SweepOptions.from_options(self.options)
 
     @classmethod
     def is_available(cls) -> bool:
@@ -50,21 +63,19 @@ class _MilpSolver(Solver):
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         _require(self.name, self._modules, self._pip)
-        from balance_opt.solvers.milp.search import search
+        from balance_opt.solvers.milp.z_sweep import search
 
         return search(
             instance,
             self._backend(seed),
             time_limit=time_limit,
             hint=hint,
-            warm_start=bool(self.options["warm_start"]),
-            mode_bounds=str(self.options["mode_bounds"]),
-            plan=str(self.options["plan"]),
-            selectors=str(self.options["selectors"]),
+            options=self.sweep,
+            heuristic=_balance,
         )
 
 
-class HighsMilpSolver(_MilpSolver):
+class HighsMilpSolver(MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
@@ -89,7 +100,7 @@ class HighsMilpSolver(_MilpSolver):
         return backend
 
 
-class CpSatMilpSolver(_MilpSolver):
+class CpSatMilpSolver(MilpSolver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
@@ -104,6 +115,10 @@ class CpSatMilpSolver(_MilpSolver):
     }
     _modules = ("ortools",)
     _pip = "ortools"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        check_choice("indicators", self.options["indicators"], INDICATORS)
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
@@ -125,4 +140,4 @@ class CpSatMilpSolver(_MilpSolver):
         return backend
 
 
-__all__ = ["CpSatMilpSolver", "HighsMilpSolver"]
+__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver"]

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.solvers.milp.formulation import COUNT, MEMORY, TIME, TOKENS, BackendResult, Formulation
+from balance_opt.solvers.milp.formulation import BackendResult
+from balance_opt.solvers.milp.linear import COUNT, MEMORY, TIME, TOKENS, Formulation
 
 # Integer units per formulation unit: 10 ns per time unit (us), kB per MB.
 SCALE = {TIME: 1e2, MEMORY: 1e3, TOKENS: 1.0, COUNT: 1.0}

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.solvers.milp.formulation import BackendResult, Formulation
+from balance_opt.solvers.milp.formulation import BackendResult
+from balance_opt.solvers.milp.linear import Formulation
 
 # HiGHS's default feasibility tolerances are 1e-6 / 1e-7 absolute; in microseconds and
 # megabytes that is far below MODEL.md's 1e-9 relative slack, and tighter integrality

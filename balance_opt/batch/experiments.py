@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.configs import SolverConfig, make_config
+from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
 
@@ -160,13 +160,10 @@ class Settings:
     log: Callable[[str], None] = print
 
 
-def run_experiment(name: str, st: Settings) -> dict[str, Any]:
-    """Run one figure (solves resume from ``OUT/runs``); returns the numbers beside the paper's."""
-    from balance_opt.report.paper import fig1, report_experiment
-    from balance_opt.runner import run_batch
+def solve_experiment(name: str, st: Settings) -> list[str]:
+    """Solve one figure's sweep (solves resume from ``OUT/runs``); returns its configurations' names."""
+    from balance_opt.batch.runner import run_batch
 
-    if name == "fig1":
-        return fig1(st.out / "fig1", st.command)
     exp = EXPERIMENTS[name]
     sweep = SWEEPS[exp.sweep]
     seeds = list(range(1, st.seeds + 1))
@@ -176,4 +173,4 @@ def run_experiment(name: str, st: Settings) -> dict[str, Any]:
     st.log(f"{name}: {len(paths)} instances x {len(configs)} solvers, jobs={jobs}")
     outcome = run_batch(paths, configs, st.out / "runs" / sweep.name, jobs=jobs)
     st.log(f"{name}: {outcome.solved} solved, {outcome.skipped} already done")
-    return report_experiment(exp, sweep, [c.name for c in configs], st)
+    return [c.name for c in configs]

@@ -1,7 +1,7 @@
-"""Points of the formulation: the variable vector of a schedule, and row checks.
+"""The warm start: a schedule's full variable vector in the formulation.
 
-Used for warm starts (a schedule's full vector) and by the tests, which compare the
-latency and memory the rows imply with the evaluator's.
+Also used for no-good rows (the binaries of a rejected schedule) and by the tests, which
+compare the rows it satisfies with the evaluator's verdict.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.evaluate import AD, SD, Schedule
-from balance_opt.solvers.milp.formulation import Formulation, Row
+from balance_opt.solvers.milp.linear import Formulation, Row
 
 
 def solution_values(f: Formulation, schedule: Schedule) -> NDArray[np.float64] | None:
@@ -72,15 +72,3 @@ def _derive_continuous(f: Formulation, vals: NDArray[np.float64], known: set[int
             vals[i] = val
             known.add(i)
         pending = [i for i in pending if i not in known]
-
-
-def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) -> list[str]:
-    """Names of rows that ``vals`` violates by more than ``tol`` (relative to the row)."""
-    bad = []
-    for row in f.rows:
-        if row.indicator is not None and vals[row.indicator] < 0.5:
-            continue
-        lhs = sum(c * vals[i] for i, c in zip(row.index, row.coef, strict=True))
-        if lhs > row.rhs + tol * max(1.0, abs(row.rhs)):
-            bad.append(row.name)
-    return bad

@@ -12,59 +12,38 @@ yields an infeasible schedule and an ``error`` result; on the default grids
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, cast
 
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.algorithm import BalanceOutcome
 from balance_opt.solvers.base import Solver
-from balance_opt.solvers.literal import balance_literal
+from balance_opt.solvers.heuristic.fast import balance_fast
+from balance_opt.solvers.heuristic.literal import balance_literal
 
-IMPLEMENTATIONS = ("fast", "literal")
-_FAST_MODULE = "balance_opt.solvers.fast"
-
-
-def run_algorithm3(
-    inst: Instance, z_grid: tuple[float, ...], lam_grid: tuple[float, ...], implementation: str
-) -> tuple[BalanceOutcome, str]:
-    """Algorithm 3 by the named implementation; returns the outcome and who computed it.
-
-    ``"fast"`` uses :func:`balance_opt.solvers.fast.balance_fast` when that module is
-    installed and falls back to the literal reference otherwise (both return the same
-    outcome by contract); the second element says which one ran.
-    """
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(
-            f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {implementation!r}"
-        )
-    if implementation == "fast":
-        try:
-            fast = importlib.import_module(_FAST_MODULE)
-        except ModuleNotFoundError as exc:
-            if exc.name != _FAST_MODULE:
-                raise
-        else:
-            outcome: BalanceOutcome = fast.balance_fast(inst, z_grid, lam_grid)
-            return outcome, "fast"
-    return balance_literal(inst, z_grid, lam_grid), "literal"
+Implementation = Literal["fast", "literal"]
+IMPLEMENTATIONS: tuple[Implementation, ...] = ("fast", "literal")
 
 
 class _Algorithm3Solver(Solver):
-    """Algorithm 3 on the grids chosen by :meth:`grids`."""
+    """Algorithm 3 on the grids chosen by :meth:`grids`, by the implementation chosen once."""
 
     option_defaults: ClassVar[Mapping[str, Any]] = {"implementation": "fast"}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        impl = self.options.get("implementation", "literal")
+        self.implementation = self._implementation()
+
+    def _implementation(self) -> Implementation:
+        """The ``implementation`` option, checked."""
+        impl = self.options["implementation"]
         if impl not in IMPLEMENTATIONS:
             raise ValueError(
                 f"solver {self.name!r}: implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
                 f"got {impl!r}"
             )
+        return cast(Implementation, impl)
 
     def grids(self, inst: Instance) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The (Z, Lambda) that Algorithm 3 searches."""
@@ -79,9 +58,10 @@ class _Algorithm3Solver(Solver):
         hint: Schedule | None,
     ) -> SolverOutput:
         z_grid, lam_grid = self.grids(instance)
-        impl = self.options.get("implementation", "literal")
-        outcome, used = run_algorithm3(instance, z_grid, lam_grid, impl)
-        stats = {**outcome.stats, "implementation": used}
+        # both return the same outcome by contract (docs/algorithms.md)
+        run = balance_fast if self.implementation == "fast" else balance_literal
+        outcome = run(instance, z_grid, lam_grid)
+        stats = {**outcome.stats, "implementation": self.implementation}
         return SolverOutput(
             schedule=outcome.schedule(instance),
             status="feasible",
@@ -93,7 +73,7 @@ class _Algorithm3Solver(Solver):
 
 
 class BalanceSolver(_Algorithm3Solver):
-    """BALANCE: Algorithm 3 on the instance's grids (fast implementation when installed)."""
+    """BALANCE: Algorithm 3 on the instance's grids (the fast implementation by default)."""
 
     name = "balance"
 
@@ -102,7 +82,10 @@ class LiteralBalanceSolver(_Algorithm3Solver):
     """BALANCE by the literal reference implementation (for cross-checks and timing)."""
 
     name = "balance-literal"
-    option_defaults: ClassVar[Mapping[str, Any]] = {}
+    option_defaults: ClassVar[Mapping[str, Any]] = {}  # the implementation is not an option here
+
+    def _implementation(self) -> Implementation:
+        return "literal"
 
 
 class AdOnlySolver(_Algorithm3Solver):

@@ -28,7 +28,7 @@ import numpy as np
 from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import ad_user_memory, sd_user_memory
-from balance_opt.solvers.fast import balance_fast
+from balance_opt.solvers.heuristic.fast import balance_fast
 
 RANK_SLACK = 2.0 * REL_TOL  # relative loosening of the copy the ranks are computed on
 MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates
@@ -162,10 +162,25 @@ def deadline_pair_bound(
     cheap = [(min(top_a[a] + top_s[s], len(pool_a[a] | pool_s[s])), a, s) for a in a_levels for s in s_levels]
     cheap.sort(key=lambda c: (-c[0], c[1], c[2]))
     out = PairBound(best, caps)
+    _refine(out, ranks, cheap, pool_a, pool_s, until)
+    out.seconds = time.perf_counter() - t0
+    out.rank_calls = ranks.calls
+    return out
+
+
+def _refine(
+    out: PairBound,
+    ranks: Ranks,
+    cheap: list[tuple[int, float, float]],
+    pool_a: dict[float, frozenset[int]],
+    pool_s: dict[float, frozenset[int]],
+    until: float | None,
+) -> None:
+    """Raise ``out`` to the best refined pair bound, in the order of ``cheap`` (see above)."""
     for n, (b, a, s) in enumerate(cheap):
         if b <= out.bound:
             break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        if until is not None and time.perf_counter() > until:
             out.bound, out.complete = b, False
             break
         pa, ps = pool_a[a], pool_s[s]
@@ -175,9 +190,6 @@ def deadline_pair_bound(
         out.pairs = n + 1
         if b > out.bound:
             out.bound, out.argmax = b, (a, s)
-    out.seconds = time.perf_counter() - t0
-    out.rank_calls = ranks.calls
-    return out
 
 
 def _least(

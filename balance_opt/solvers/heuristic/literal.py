@@ -5,8 +5,8 @@ filtered with exactly the stated comparisons, sorted by ``(c_k, k)``, and ``d*``
 with sequential prefix sums. Plain Python loops on purpose: this module is the
 definition that any faster implementation of Algorithm 3 must reproduce exactly.
 
-Shared conventions (see :mod:`balance_opt.solvers.algorithm`): contributions come from
-the elementwise functions of :mod:`balance_opt.model`, budgets from ``algorithm.py``,
+Shared conventions (see :mod:`balance_opt.solvers.heuristic.primitives`): contributions come from
+the elementwise functions of :mod:`balance_opt.model`, budgets from ``primitives.py``,
 both ``d*`` comparisons are plain ``<=``, and when no pair serves anybody the outcome
 is ``(Z[0], Lambda[0])`` with empty sets.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
-from balance_opt.solvers.algorithm import (
+from balance_opt.solvers.heuristic.primitives import (
     BalanceOutcome,
     ad_time_budget,
     check_grid,

@@ -1,7 +1,7 @@
 """The search over the z grid shared by both backends: one exact model per z.
 
 Per z, the model has constant ``1/z`` and ``1/(1-z)``, so it is a plain MILP. Before any
-model is solved, each z gets a combinatorial bound (:mod:`.ranks`: deadline-pair and memory
+model is solved, each z gets a combinatorial bound (:mod:`.bounds`: deadline-pair and memory
 bounds over exact single-mode optima), and a z whose bound does not beat the incumbent is
 skipped; where a memory bound binds, the z model branches on the padded lengths
 (``selectors``). The grid is visited incumbent's z first, then by decreasing bound; a model asks
@@ -29,9 +29,16 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.milp.formulation import COUNT, BackendResult, Formulation, build
-from balance_opt.solvers.milp.ranks import Ranks, deadline_pair_bound, memory_split_bound, shared_memory_bound
-from balance_opt.solvers.milp.values import solution_values
+from balance_opt.solvers.milp.bounds import (
+    Ranks,
+    deadline_pair_bound,
+    memory_split_bound,
+    shared_memory_bound,
+)
+from balance_opt.solvers.milp.formulation import BackendResult, build
+from balance_opt.solvers.milp.linear import COUNT, Formulation
+from balance_opt.solvers.milp.options import SweepOptions
+from balance_opt.solvers.milp.warm_start import solution_values
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
 Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool], BackendResult]
@@ -46,17 +53,6 @@ QUICK_FLOOR = 5.0  # ... but at least this many seconds (or the even split, if s
 # backend's own limit: a z model's share leaves this much room for it, and none is started
 # with less than twice this left.
 TRANSLATE_S = 0.5
-# When to add each mode's optimum alone (a rank, see .ranks) as a row capping that
-# mode's count: in every solve, only after the first sweep, or never. The caps bound
-# every z either way.
-MODE_BOUNDS = ("always", "retry", "never")
-# Sweeps under a time limit: "gap-first" (quick, then incumbent + 2, then incumbent + 1)
-# or "plain" (an even split, then the leftover); see search().
-PLANS = ("gap-first", "plain")
-# Which z models enforce their padding rows by binary levels of the padded lengths
-# (formulation.build(selectors=True)): those where the memory both modes share binds
-# ("auto": a memory bound is below the deadline-pair bound), all, or none.
-SELECTORS = ("auto", "always", "never")
 
 
 @dataclass
@@ -76,15 +72,8 @@ class _ZState:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def heuristic_start(inst: Instance) -> Schedule | None:
-    """The ``balance`` heuristic's schedule, or None where it is not installed."""
-    try:
-        from balance_opt.solvers import get_solver
-
-        res = get_solver("balance").solve(inst)
-    except Exception:  # absent or failing heuristic: the exact search does not need it
-        return None
-    return res.schedule if res.feasible else None
+# heuristic(instance) -> a schedule to start from, or None
+Heuristic = Callable[[Instance], Schedule | None]
 
 
 def with_rows(
@@ -114,26 +103,38 @@ def search(
     *,
     time_limit: float | None,
     hint: Schedule | None,
-    warm_start: bool,
-    mode_bounds: str = "retry",
-    plan: str = "gap-first",
-    selectors: str = "auto",
+    options: SweepOptions,
+    heuristic: Heuristic | None = None,
 ) -> SolverOutput:
-    """Solve P1 over every z of the grid with ``backend``; see the module docstring."""
-    if mode_bounds not in MODE_BOUNDS:
-        raise ValueError(f"mode_bounds must be one of {MODE_BOUNDS}, got {mode_bounds!r}")
-    if plan not in PLANS:
-        raise ValueError(f"plan must be one of {PLANS}, got {plan!r}")
-    if selectors not in SELECTORS:
-        raise ValueError(f"selectors must be one of {SELECTORS}, got {selectors!r}")
+    """Solve P1 over every z of the grid with ``backend``; see the module docstring.
+
+    ``heuristic`` gives the warm start (used when ``options.warm_start`` and no hint).
+    """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
-    inc = _first_incumbent(inst, hint, warm_start)
-    always = selectors == "always"
+    inc = _first_incumbent(inst, hint, heuristic if options.warm_start else None)
+    always = options.selectors == "always"
     states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
     budget_end = None
     if time_limit is not None and deadline is not None:  # within the limit even after a long setup
         budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
+    _bound_every_z(inst, states, inc.served, budget_end, options.selectors)
+    order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
+    inc = _sweep(inst, backend, states, order, inc, deadline, options)
+    bound = max([inc.served, *(st.bound for st in states.values())])
+    all_done = all(st.done for st in states.values())
+    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
+    stats = {
+        "incumbent_source": inc.source,
+        "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
+    }
+    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+
+
+def _bound_every_z(
+    inst: Instance, states: dict[float, _ZState], floor: int, budget_end: float | None, selectors: str
+) -> None:
+    """Each z's combinatorial bound within ``budget_end``; selectors where memory binds (``auto``)."""
     last = 0.0  # seconds the previous z's bounds took: the next one would take about as long
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
         share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
@@ -143,26 +144,39 @@ def search(
             st.stats["selectors"] = st.form.use_selectors
             continue
         t0 = time.perf_counter()
-        _combinatorial_bound(inst, st, inc.served, share)
+        _combinatorial_bound(inst, st, floor, share)
         last = time.perf_counter() - t0
         if selectors == "auto" and _memory_binds(st):
             st.form = build(inst, st.form.z, selectors=True)
         st.stats["selectors"] = st.form.use_selectors
-    order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
-    # Sweeps (cutoff above the incumbent, share of the time): without a limit, one sweep
-    # solves every z. With one, a quick sweep closes the easy z models; then every z is
-    # asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
-    # closing it), and the last sweep closes what is left with all the time remaining.
+
+
+def _sweep(
+    inst: Instance,
+    backend: Backend,
+    states: dict[float, _ZState],
+    order: list[float],
+    inc: _Incumbent,
+    deadline: float | None,
+    options: SweepOptions,
+) -> _Incumbent:
+    """Solve the z models in sweeps; returns the final incumbent (``states`` record the bounds).
+
+    A sweep is (cutoff above the incumbent, share of the time): without a limit, one sweep
+    solves every z. With one, a quick sweep closes the easy z models; then every z is
+    asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
+    closing it), and the last sweep closes what is left with all the time remaining.
+    """
     if deadline is None:
         sweeps = [(1, 1.0)]
-    elif plan == "gap-first":
+    elif options.plan == "gap-first":
         sweeps = [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
     else:  # "plain": an even split, then the z models stopped by it with what is left
         sweeps = [(1, 1.0), (1, 1.0)]
     for n_sweep, (extra, fraction) in enumerate(sweeps):
-        caps_now = mode_bounds == "always" or (mode_bounds == "retry" and n_sweep > 0)
+        caps_now = options.mode_bounds == "always" or (options.mode_bounds == "retry" and n_sweep > 0)
         pending = [z for z in order if not states[z].done]
-        if n_sweep > 0 and plan == "gap-first":  # the hardest z last: it gets what is left
+        if n_sweep > 0 and options.plan == "gap-first":  # the hardest z last: it gets what is left
             pending.sort(key=lambda z: states[z].bound)
         for n, z in enumerate(pending):
             st = states[z]
@@ -184,14 +198,7 @@ def search(
             inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
         if deadline is None or all(st.done for st in states.values()):
             break
-    bound = max([inc.served, *(st.bound for st in states.values())])
-    all_done = all(st.done for st in states.values())
-    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
-    stats = {
-        "incumbent_source": inc.source,
-        "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
-    }
-    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+    return inc
 
 
 def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: float | None) -> None:
@@ -234,13 +241,13 @@ def _memory_binds(st: _ZState) -> bool:
     return pair is not None and any(m is not None and m < pair for m in memory)
 
 
-def _first_incumbent(inst: Instance, hint: Schedule | None, warm_start: bool) -> _Incumbent:
-    """The hint if feasible, else the heuristic's schedule (when ``warm_start``), else nobody."""
+def _first_incumbent(inst: Instance, hint: Schedule | None, heuristic: Heuristic | None) -> _Incumbent:
+    """The hint if feasible, else the heuristic's schedule (if one is given), else nobody."""
     candidates: list[tuple[str, Schedule | None]] = []
     if hint is not None:
         candidates = [("hint", hint)]
-    elif warm_start:
-        candidates = [("heuristic", heuristic_start(inst))]
+    elif heuristic is not None:
+        candidates = [("heuristic", heuristic(inst))]
     for source, sched in candidates:
         if sched is not None and sched.modes.shape == (inst.num_users,):
             ev = evaluate(inst, sched)

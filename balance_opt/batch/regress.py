@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.configs import SolverConfig, make_config
-from balance_opt.io import InputError, atomic_write
-from balance_opt.runner import collect_instance_paths, read_instance_file, run_batch
+from balance_opt.batch.configs import SolverConfig, make_config
+from balance_opt.batch.runner import collect_instance_paths, read_instance_file, run_batch
+from balance_opt.errors import InputError
+from balance_opt.io import atomic_write
 
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.

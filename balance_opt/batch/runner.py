@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from balance_opt.batch.configs import SolverConfig
 from balance_opt.batch.table import TableWriter
 from balance_opt.batch.task import Task, bad_instance_doc, make_task
-from balance_opt.configs import SolverConfig
+from balance_opt.errors import InputError
 from balance_opt.io import (
-    InputError,
     atomic_write,
     dumps,
     instance_from_dict,

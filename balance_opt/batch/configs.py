@@ -9,7 +9,7 @@ A configuration file reads::
     threads = 1                    # solver-specific options, passed to get_solver
     seed = 0                       # solve(seed=...)
     time_limit_s = 60              # solve(time_limit=...)
-    mip_rel_gap = 0.0              # anything else the solver accepts
+    warm_start = true              # any other option the solver declares
 
 The configuration's name is the file stem. ``--solver NAME`` is the configuration of that
 solver with its default options. The hash that keys finished work in a run folder covers
@@ -25,9 +25,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from balance_opt.io import InputError
+from balance_opt.errors import InputError
+from balance_opt.solvers.base import UnknownOption
+
+if TYPE_CHECKING:
+    from balance_opt.solvers.base import Solver
 
 # Keys of [options] that are arguments of Solver.solve, not of the solver's constructor.
 SOLVE_KEYS = ("seed", "time_limit_s")
@@ -84,13 +88,13 @@ def config_from_dict(doc: Mapping[str, Any]) -> SolverConfig:
     )
 
 
-def _option_defaults(solver: str, source: str) -> Mapping[str, Any]:
-    from balance_opt.solvers import _REGISTRY, solver_class
+def _solver_class(solver: str, source: str) -> type[Solver]:
+    from balance_opt.solvers import solver_class, solver_names
 
-    if solver not in _REGISTRY:
-        raise InputError(source, "solver", f"unknown solver {solver!r}; known: {', '.join(_REGISTRY)}")
+    if solver not in solver_names():
+        raise InputError(source, "solver", f"unknown solver {solver!r}; known: {', '.join(solver_names())}")
     try:
-        return solver_class(solver).option_defaults
+        return solver_class(solver)
     except ImportError as exc:
         raise InputError(source, "solver", f"solver {solver!r} cannot be loaded here: {exc}") from None
 
@@ -110,14 +114,12 @@ def make_config(
     One thread per solve keeps timings comparable when several solves share the machine.
     """
     opts = dict(options or {})
-    defaults = _option_defaults(solver, source)
-    unknown = sorted(set(opts) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        raise InputError(
-            source, f"options.{unknown[0]}", f"solver {solver!r} has no such option (known: {known})"
-        )
-    if "threads" in defaults and "threads" not in opts:
+    cls = _solver_class(solver, source)
+    try:
+        cls.check_options(opts)
+    except UnknownOption as exc:
+        raise InputError(source, f"options.{exc.key}", str(exc)) from None
+    if "threads" in cls.option_defaults and "threads" not in opts:
         opts["threads"] = 1
     if time_limit_s is not None:
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float):

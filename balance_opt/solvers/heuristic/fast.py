@@ -1,6 +1,6 @@
 """The fast implementation of Algorithm 3: the literal answer, with most tuples never visited.
 
-:func:`balance_fast` returns exactly what :func:`balance_opt.solvers.literal.balance_literal`
+:func:`balance_fast` returns exactly what :func:`balance_opt.solvers.heuristic.literal.balance_literal`
 returns (same ``z``, ``lam``, AD and SD users in the same order) on every instance; it
 only skips work that cannot change that answer (docs/algorithms.md, "The fast implementation", explains why):
 
@@ -8,7 +8,7 @@ only skips work that cannot change that answer (docs/algorithms.md, "The fast im
   tuple whose upper bound does not exceed the incumbent is skipped, and the incumbent is
   seeded with the best ``d*`` of cheaply evaluated actual tuples, minus one;
 * inside a block (fixed ``L1``, resp. ``(L3, L4)``) the order ``(c_k, k)`` is the order
-  ``(key, k)`` and candidates form prefixes; see :mod:`balance_opt.solvers._fast_block`;
+  ``(key, k)`` and candidates form prefixes; see :mod:`balance_opt.solvers.heuristic.blocks`;
 * Algorithm 2's blocks ``(L3, L4)`` are searched as a tree over ``L4`` whose nodes bound
   every leaf below them (the pool of the largest ``L4``, the contributions of the smallest);
 * Algorithm 1's bounds for one ``z`` serve every ``lambda`` (only ``Q1`` changes), and a
@@ -31,7 +31,7 @@ from balance_opt.model import (
     sd_user_costs,
     sd_user_memory,
 )
-from balance_opt.solvers._fast_block import (
+from balance_opt.solvers.heuristic.blocks import (
     Block,
     BoolArray,
     FloatArray,
@@ -39,11 +39,11 @@ from balance_opt.solvers._fast_block import (
     IntArray,
     batch_bounds,
     frontier,
-    literal_search,
-    search,
+    search_block,
+    search_block_literal,
     step_value,
 )
-from balance_opt.solvers.algorithm import (
+from balance_opt.solvers.heuristic.primitives import (
     BalanceOutcome,
     ad_time_budget,
     check_grid,
@@ -122,7 +122,7 @@ def algorithm1_all(
             if b not in blocks:
                 m = inpool[b]
                 blocks[b] = Block(order[m], key[m], tp[m], up[m], cost[b, m], mem[b, m], t_vals, budget)
-            hit = _search(blocks[b], bool(strict[b]), q1, floor, v_vals, tau_vals, stats)
+            hit = _best_in_block(blocks[b], bool(strict[b]), q1, floor, v_vals, tau_vals, stats)
             if hit is not None:
                 best, floor = hit, hit.served
         out.append(best.users if best else ())
@@ -141,14 +141,21 @@ def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
     return np.asarray(fn(inst, L1s[:, None], lo[None, :]))
 
 
-def _search(
-    blk: Block, strict: bool, q: float, floor: int, v_vals: FloatArray, tau_vals: FloatArray, stats: _Counters
+def _best_in_block(
+    blk: Block,
+    strict: bool,
+    mem_budget: float,
+    floor: int,
+    v_vals: FloatArray,
+    tau_vals: FloatArray,
+    stats: _Counters,
 ) -> Hit | None:
+    """The block's first tuple beating ``floor``: by prefixes, or tuple by tuple if not ``strict``."""
     if not strict:
         stats.add("literal_blocks")
-        return literal_search(blk, q, floor, v_vals, tau_vals)
+        return search_block_literal(blk, mem_budget, floor, v_vals, tau_vals)
     stats.add("searched_blocks")
-    return search(blk, q, floor)
+    return search_block(blk, mem_budget, floor)
 
 
 # --- Algorithm 2 ---------------------------------------------------------------------
@@ -249,7 +256,7 @@ class _SdSearch:
                 f = frontier(blk, real=True)
                 if step_value(f[0], f[1], self.q2) <= floor:
                     return None
-            return _search(blk, strict, self.q2, floor, self.v_vals, self.tau_vals, self.stats)
+            return _best_in_block(blk, strict, self.q2, floor, self.v_vals, self.tau_vals, self.stats)
         if not root:
             blk = self.block(sub, L3, float(l4[lo]))
             self.stats.add("sd_nodes")

@@ -1,0 +1,55 @@
+"""The MILP solvers' options, typed and checked once when a solver is made."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal, get_args
+
+# When to add each mode's optimum alone (a rank, see .bounds) as a row capping that
+# mode's count: in every solve, only after the first sweep, or never. The caps bound
+# every z either way.
+ModeBounds = Literal["always", "retry", "never"]
+# Sweeps under a time limit: "gap-first" (quick, then incumbent + 2, then incumbent + 1)
+# or "plain" (an even split, then the leftover); see z_sweep.search().
+Plan = Literal["gap-first", "plain"]
+# Which z models enforce their padding rows by binary levels of the padded lengths
+# (formulation.build(selectors=True)): those where the memory both modes share binds
+# ("auto": a memory bound is below the deadline-pair bound), all, or none.
+Selectors = Literal["auto", "always", "never"]
+# How CP-SAT enforces an indicator row: natively, or by a data-derived big-M row.
+Indicators = Literal["enforce", "bigm"]
+
+MODE_BOUNDS: tuple[ModeBounds, ...] = get_args(ModeBounds)
+PLANS: tuple[Plan, ...] = get_args(Plan)
+SELECTORS: tuple[Selectors, ...] = get_args(Selectors)
+INDICATORS: tuple[Indicators, ...] = get_args(Indicators)
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """ValueError unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`)."""
+
+    warm_start: bool = True  # start from the heuristic's schedule when there is no hint
+    mode_bounds: ModeBounds = "retry"
+    plan: Plan = "gap-first"
+    selectors: Selectors = "auto"
+
+    def __post_init__(self) -> None:
+        check_choice("mode_bounds", self.mode_bounds, MODE_BOUNDS)
+        check_choice("plan", self.plan, PLANS)
+        check_choice("selectors", self.selectors, SELECTORS)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> SweepOptions:
+        """The sweep's fields picked from a solver's options (the others are the backend's)."""
+        picked = {f.name: options[f.name] for f in fields(cls) if f.name in options}
+        if "warm_start" in picked:
+            picked["warm_start"] = bool(picked["warm_start"])
+        return cls(**picked)
