@@ -21,6 +21,7 @@ from typing import Any
 from balance_opt.configs import SolverConfig, make_config
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
+from balance_opt.status import SOLVED
 
 DEFAULT_SEEDS = 3
 DEFAULT_TIME_LIMIT_S = 300.0  # per solve of the exact reference (`exact` proves fig4 K = 70 in ~25 s)
@@ -134,7 +135,7 @@ def average_gains(sweep_table: Any, param: str, baselines: Sequence[str]) -> dic
 def fig6_numbers(df: Any) -> dict[str, float]:
     """Speedup of BALANCE over exhaustive search (mean of per-K runtime ratios, and at K = 16)
     and the average throughput loss ``(T_exhaustive - T_balance) / T_exhaustive`` over K."""
-    ok = df[df["status"].isin(["optimal", "feasible"])]
+    ok = df[df["status"].isin(SOLVED)]
     t = ok.pivot_table(index="K", columns="config", values="runtime_s", aggfunc="mean")
     thr = ok.assign(x=ok["served"] / ok["K"]).pivot_table(index="K", columns="config", values="x")
     if "balance" not in t or "exhaustive" not in t:

@@ -20,12 +20,11 @@ from typing import Any
 import numpy as np
 
 from balance_opt.instance import USER_ARRAY_FIELDS, Instance, LanguageModel, Server
+from balance_opt.status import Status, Termination
 
 INSTANCE_SCHEMA = "balance-opt/instance"
 SOLUTION_SCHEMA = "balance-opt/solution"
 FORMAT_VERSION = 1
-
-STATUSES = ("optimal", "feasible", "time_limit", "error")
 
 
 class InputError(ValueError):
@@ -413,21 +412,22 @@ def _check_optional_claims(c: _Checker, doc: Mapping[str, Any]) -> None:
     if "options" in doc:
         c.obj(doc, "options", "")
     status = doc.get("status")
-    if "status" in doc and status not in STATUSES:
-        raise c.fail("status", f"must be one of {', '.join(STATUSES)}, got {_show(status)}")
+    for key, kind in (("status", Status), ("termination", Termination)):
+        if key in doc and doc[key] not in kind.__members__.values():
+            raise c.fail(key, f"must be one of {', '.join(kind)}, got {_show(doc[key])}")
     served = c.integer(doc, "served", "", minimum=0) if "served" in doc else None
-    if status == "error" and served not in (None, 0):
+    if status == Status.ERROR and served not in (None, 0):
         raise c.fail("served", f'must be 0 when status is "error", got {served}')
     bound = doc.get("bound")
     if bound is not None:
         bound = c.integer(doc, "bound", "", minimum=0)
-    if status == "optimal" and served is not None and "bound" in doc and bound != served:
+    if status == Status.OPTIMAL and served is not None and "bound" in doc and bound != served:
         raise c.fail("bound", f'must equal served ({served}) when status is "optimal", got {_show(bound)}')
     if "runtime_s" in doc:
         c.number(doc, "runtime_s", "", ">= 0", lambda x: x >= 0)
     if "feasible" in doc and not isinstance(doc["feasible"], bool):
         raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
-    if status == "error":
+    if status == Status.ERROR:
         c.string(doc, "error", "")
 
 

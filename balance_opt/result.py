@@ -1,8 +1,8 @@
 """What a solver hands back, and the one place where its claims are checked.
 
-Two status axes (as in Pyomo's and linopy's results): the solver says why it stopped
-and what it proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on
-the schedule and decides what the project reports (:class:`Result`). A solver's own
+Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
+proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on the schedule
+(the verdict) and derives the reported status (:class:`Result`). A solver's own
 objective is only a claim: when it disagrees with the evaluator, the result becomes an
 ``error`` carrying both numbers.
 """
@@ -15,10 +15,11 @@ from typing import Any
 
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, STATUSES
+from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA
+from balance_opt.status import Status, Termination, Verdict, reported_status
 
-# Why a solver stopped, as the solver reports it.
-SOLVER_STATUSES = ("optimal", "feasible", "time_limit")
+# Why a solver may say it stopped (the batch adds the others for solves that end without one).
+SOLVER_TERMINATIONS = (Termination.OPTIMAL, Termination.COMPLETED, Termination.TIME_LIMIT)
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,15 +27,15 @@ class SolverOutput:
     """A solver's raw answer, before the evaluator has looked at it."""
 
     schedule: Schedule
-    status: str  # one of SOLVER_STATUSES
+    termination: Termination  # one of SOLVER_TERMINATIONS
     lam: float | None = None
     bound: int | None = None  # proved upper bound on P1's optimum, if any
     objective: int | None = None  # the served count the solver believes its schedule has
     stats: Mapping[str, Any] = field(default_factory=dict)  # work counters (nodes, ...)
 
     def __post_init__(self) -> None:
-        if self.status not in SOLVER_STATUSES:
-            raise ValueError(f"unknown solver status {self.status!r}")
+        if self.termination not in SOLVER_TERMINATIONS:
+            raise ValueError(f"a solver cannot stop with {self.termination!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +44,7 @@ class Result:
 
     solver: str
     options: Mapping[str, Any]
-    status: str  # one of io.STATUSES
+    status: Status  # derived from termination and the evaluator's verdict
     schedule: Schedule
     lam: float | None
     bound: int | None
@@ -51,13 +52,15 @@ class Result:
     evaluation: Evaluation
     stats: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
+    termination: Termination = Termination.COMPLETED
+    scheduled: bool = True  # False: the solve brought no schedule back (an empty one stands in)
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
+        if self.status not in Status.__members__.values():
             raise ValueError(f"unknown status {self.status!r}")
-        if (self.status == "error") != (self.error is not None):
+        if (self.status == Status.ERROR) != (self.error is not None):
             raise ValueError("an error message goes with status 'error' and only with it")
-        if self.status == "optimal" and self.bound != self.served:
+        if self.status == Status.OPTIMAL and self.bound != self.served:
             raise ValueError("status 'optimal' needs bound == served")
 
     @property
@@ -66,9 +69,16 @@ class Result:
         return self.evaluation.feasible
 
     @property
+    def verdict(self) -> Verdict:
+        """What we hold: a schedule the evaluator accepts or rejects, or none at all."""
+        if not self.scheduled:
+            return Verdict.NO_SCHEDULE
+        return Verdict.FEASIBLE if self.feasible else Verdict.INFEASIBLE
+
+    @property
     def served(self) -> int:
         """Served users of a feasible schedule; 0 for errors (FORMATS.md)."""
-        return 0 if self.status == "error" else self.evaluation.served
+        return 0 if self.status == Status.ERROR else self.evaluation.served
 
     @property
     def z(self) -> float:
@@ -101,7 +111,7 @@ class Result:
             "instance_sha256": instance_sha256,
             "solver": self.solver,
             "options": dict(self.options),
-            "status": self.status,
+            "status": str(self.status),
             "served": self.served,
             "bound": self.bound,
             "z": self.z,
@@ -109,6 +119,7 @@ class Result:
             "assignment": self.schedule.assignment(inst),
             "runtime_s": self.runtime_s,
             "feasible": self.feasible,
+            "termination": str(self.termination),
         }
         if self.error is not None:
             doc["error"] = self.error
@@ -133,28 +144,26 @@ def make_result(
         problems.append(f"solver claims {out.objective} served, the evaluator counts {ev.served}")
     if out.bound is not None and ev.feasible and out.bound < ev.served:
         problems.append(f"solver's bound {out.bound} is below the evaluated {ev.served} served")
-    if out.status == "optimal" and out.bound is not None and out.bound != ev.served:
+    optimal = out.termination == Termination.OPTIMAL
+    if optimal and out.bound is not None and out.bound != ev.served:
         problems.append(
             f"solver claims optimality with bound {out.bound} but the schedule serves {ev.served}"
         )
-    status = out.status
     bound = out.bound
-    if status == "optimal" and bound is None:
+    if optimal and bound is None:
         bound = ev.served  # exact enumeration proves its own optimum
-    error = None
-    if problems:
-        status, error = "error", "; ".join(problems)
     return Result(
         solver=solver,
         options=dict(options),
-        status=status,
+        status=reported_status(out.termination, not problems),
         schedule=out.schedule,
         lam=out.lam,
         bound=bound,
         runtime_s=runtime_s,
         evaluation=ev,
         stats=dict(out.stats),
-        error=error,
+        error="; ".join(problems) if problems else None,
+        termination=out.termination,
     )
 
 
@@ -163,13 +172,17 @@ def unsolved_result(
     solver: str,
     options: Mapping[str, Any],
     runtime_s: float,
-    *,
-    error: str | None = None,
-    status: str = "error",
-    stats: Mapping[str, Any] | None = None,
+    termination: Termination,
+    message: str,
 ) -> Result:
-    """A solve that brought back no schedule (it raised, crashed or was killed): nobody served."""
+    """A solve that brought back no schedule (refused, crashed or killed): nobody served.
+
+    The message is the ``error`` of an ``error`` result; a solve killed past its time limit
+    is reported as ``time_limit`` and keeps it in ``stats["killed"]``.
+    """
     schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
+    status = reported_status(termination, claims_hold=True)
+    error = message if status == Status.ERROR else None
     return Result(
         solver=solver,
         options=dict(options),
@@ -179,13 +192,8 @@ def unsolved_result(
         bound=None,
         runtime_s=runtime_s,
         evaluation=evaluate(inst, schedule),
-        stats=dict(stats or {}),
+        stats={} if error is not None else {"killed": message},
         error=error,
+        termination=termination,
+        scheduled=False,
     )
-
-
-def error_result(
-    inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float
-) -> Result:
-    """A solve that raised: status ``error``, nobody served."""
-    return unsolved_result(inst, solver, options, runtime_s, error=message)

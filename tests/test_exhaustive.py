@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
-from balance_opt.io import InputError
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.exhaustive import MAX_USERS
+from balance_opt.status import SolveRefused
 from tests.strategies import small_instances
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +103,7 @@ def test_p2_never_above_p1_and_both_deterministic(inst: Instance) -> None:
 def test_size_limit_and_force() -> None:
     inst = generate("fig4", users=MAX_USERS + 1, seed=3)
     for name in ("exhaustive", "exhaustive-p2"):
-        with pytest.raises(InputError, match="users"):
+        with pytest.raises(SolveRefused, match="users"):
             get_solver(name).solve(inst)
     # loose deadlines: every user is served at once, so the forced search is quick
     loose = inst.replace(deadline_s=np.full(inst.num_users, 60.0))

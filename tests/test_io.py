@@ -25,6 +25,7 @@ from balance_opt.io import (
     write_instance,
 )
 from balance_opt.result import SolverOutput, make_result
+from balance_opt.status import Termination
 from tests.strategies import small_instances
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -78,6 +79,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "distance-negative": ("users[0].distance_m", ">= 0"),
     "model-name-not-string": ("slm.name", "must be a string"),
     "solution-bad-status": ("status", "must be one of optimal, feasible, time_limit, error"),
+    "solution-bad-termination": ("termination", "must be one of optimal, completed, time_limit, infeasible"),
     "solution-bad-mode": ("assignment.u1", 'must be "ad", "sd" or "none"'),
     "solution-missing-user": ("assignment", "missing ['u1']"),
     "solution-unknown-user": ("assignment", "does not have"),
@@ -150,7 +152,7 @@ def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, inst: I
 def test_solution_document_of_a_result_validates(tmp_path: Path) -> None:
     inst = read_instance(TINY)
     schedule = Schedule(0.5, np.array([1, 2], dtype=np.int8))
-    result = make_result(inst, "hand", {}, SolverOutput(schedule, "feasible", objective=2), 0.01)
+    result = make_result(inst, "hand", {}, SolverOutput(schedule, Termination.COMPLETED, objective=2), 0.01)
     doc = result.to_solution(inst, sha256_bytes(read_bytes(TINY)))
     path = tmp_path / "sol.json"
     path.write_text(json.dumps(doc))

@@ -21,7 +21,8 @@ from balance_opt import __version__
 from balance_opt.configs import SolverConfig, config_from_dict
 from balance_opt.instance import Instance
 from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, InputError, instance_from_dict, parse_json
-from balance_opt.result import error_result, unsolved_result
+from balance_opt.result import unsolved_result
+from balance_opt.status import SolveRefused, Status, Termination
 
 Task = dict[str, Any]
 
@@ -82,7 +83,7 @@ def _finish(doc: dict[str, Any], task: Task, inst: Instance | None) -> dict[str,
 
 
 def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
-    """An ``error`` solution for an instance file that could not be read."""
+    """An ``error`` solution for an instance file that could not be read (solve refused)."""
     cfg = config_from_dict(task["config"])
     doc: dict[str, Any] = {
         "schema": SOLUTION_SCHEMA,
@@ -91,7 +92,7 @@ def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
         "instance_sha256": task["sha256"],
         "solver": cfg.solver,
         "options": recorded_options(cfg),
-        "status": "error",
+        "status": str(Status.ERROR),
         "served": 0,
         "bound": None,
         "z": 0.0,
@@ -99,6 +100,7 @@ def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
         "assignment": {},
         "runtime_s": 0.0,
         "feasible": False,
+        "termination": str(Termination.REFUSED),
         "error": message,
     }
     return _finish(doc, task, None)
@@ -112,19 +114,14 @@ def recorded_options(cfg: SolverConfig) -> dict[str, Any]:
     return out
 
 
-def failed_doc(task: Task, status: str, message: str, runtime_s: float) -> dict[str, Any]:
-    """An ``error`` or ``time_limit`` solution for a solve that raised, crashed or overran."""
+def failed_doc(task: Task, termination: Termination, message: str, runtime_s: float) -> dict[str, Any]:
+    """The solution of a solve that brought no schedule back (refused, crashed or killed)."""
     try:
         inst = load_task_instance(task)
     except InputError as exc:
         return bad_instance_doc(task, str(exc))
     cfg = config_from_dict(task["config"])
-    options = recorded_options(cfg)
-    if status == "error":
-        res = error_result(inst, cfg.solver, options, message, runtime_s)
-    else:
-        # Killed past its limit: no schedule came back, so nobody is served.
-        res = unsolved_result(inst, cfg.solver, options, runtime_s, status=status, stats={"killed": message})
+    res = unsolved_result(inst, cfg.solver, recorded_options(cfg), runtime_s, termination, message)
     return _finish(res.to_solution(inst, task["sha256"]), task, inst)
 
 
@@ -148,16 +145,14 @@ def solve_task(task: Task) -> dict[str, Any]:
             _REGISTRY[cfg.solver] = task["solver_target"]
         solver = get_solver(cfg.solver, **cfg.options)
         res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
-    except InputError as exc:
-        # The solver refused this instance (e.g. too large for exhaustive search): bad input,
-        # marked so that a single solve can exit with status 2.
-        res = error_result(inst, cfg.solver, recorded_options(cfg), str(exc), time.perf_counter() - start)
-        return {**_finish(res.to_solution(inst, task["sha256"]), task, inst), "error_kind": "input"}
+    except SolveRefused as exc:
+        # e.g. too large for exhaustive search: a single solve exits with status 2
+        return failed_doc(task, Termination.REFUSED, str(exc), time.perf_counter() - start)
     except Exception as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
         message = f"{type(exc).__name__}: {exc}{where}"
-        res = error_result(inst, cfg.solver, recorded_options(cfg), message, time.perf_counter() - start)
+        return failed_doc(task, Termination.CRASHED, message, time.perf_counter() - start)
     return _finish(res.to_solution(inst, task["sha256"]), task, inst)
 
 

@@ -35,11 +35,11 @@ from numpy.typing import NDArray
 
 from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
 from balance_opt.instance import Instance
-from balance_opt.io import InputError
 from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.algorithm import memory_split
 from balance_opt.solvers.base import Solver
+from balance_opt.status import SolveRefused, Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
 # 10^8 beyond K = 16, the largest K of the paper's Fig. 6.
@@ -249,11 +249,9 @@ def _search_all(
 
 def _check_size(inst: Instance, force: bool) -> None:
     if inst.num_users > MAX_USERS and not force:
-        raise InputError(
-            inst.name,
-            "users",
-            f"{inst.num_users} users is above the exhaustive search limit of {MAX_USERS} "
-            "(3^K assignments); pass force=True to search anyway",
+        raise SolveRefused(
+            f"{inst.name}: users: {inst.num_users} users is above the exhaustive search limit of "
+            f"{MAX_USERS} (3^K assignments); pass force=True to search anyway"
         )
 
 
@@ -271,7 +269,7 @@ class ExhaustiveSolver(Solver):
         out = _search_all(instance, pairs, time_limit)
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            status="optimal" if out.complete else "time_limit",
+            termination=Termination.OPTIMAL if out.complete else Termination.TIME_LIMIT,
             lam=None,
             bound=out.bound,
             objective=out.served,
@@ -302,7 +300,7 @@ class ExhaustiveP2Solver(Solver):
             stats["p2_bound"] = out.bound
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            status="feasible" if out.complete else "time_limit",
+            termination=Termination.COMPLETED if out.complete else Termination.TIME_LIMIT,
             lam=out.lam,
             bound=None,
             objective=out.served,

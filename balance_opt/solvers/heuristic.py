@@ -22,6 +22,7 @@ from balance_opt.result import SolverOutput
 from balance_opt.solvers.algorithm import BalanceOutcome
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.literal import balance_literal
+from balance_opt.status import Termination
 
 IMPLEMENTATIONS = ("fast", "literal")
 _FAST_MODULE = "balance_opt.solvers.fast"
@@ -84,7 +85,7 @@ class _Algorithm3Solver(Solver):
         stats = {**outcome.stats, "implementation": used}
         return SolverOutput(
             schedule=outcome.schedule(instance),
-            status="feasible",
+            termination=Termination.COMPLETED,
             lam=outcome.lam,
             bound=None,
             objective=outcome.served,

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from balance_opt.io import atomic_write
+from balance_opt.status import Status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -185,7 +186,7 @@ def write_report(df: pd.DataFrame, st: Settings) -> Path:
     atomic_write(st.out / "summary.csv", per_k.to_csv(index=False, float_format="%.6g"))
     plot(df, st.out / "figures" / "goodput-vs-k")
     ref = df[df["role"] == "reference"]
-    proved = int((ref["status"] == "optimal").sum())
+    proved = int((ref["status"] == Status.OPTIMAL).sum())
     label = (
         f"proved optimal in all {proved} solves"
         if proved == len(ref)

@@ -18,6 +18,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver, SolverUnavailable
+from balance_opt.status import Termination
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
 
@@ -81,8 +82,11 @@ def solve_exact(
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": st.per_z,
     }
-    status = "optimal" if bound == served else ("feasible" if proved else "time_limit")
-    return SolverOutput(search.inc.schedule, status, bound=bound, objective=served, stats=stats)
+    if bound == served:
+        stop = Termination.OPTIMAL
+    else:
+        stop = Termination.COMPLETED if proved else Termination.TIME_LIMIT
+    return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
 
 
 __all__ = ["ExactSolver", "solve_exact"]

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import AD, REL_TOL, SD, Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import decode_flops_sum, prefill_flops, sd_user_costs
+from balance_opt.status import Termination
 
 US_PER_S = 1e6  # time rows are in microseconds
 BYTES_PER_MB = 1e6  # memory rows are in megabytes
@@ -128,7 +129,7 @@ class Formulation:
 class BackendResult:
     """What one backend solve of one formulation found."""
 
-    status: str  # "optimal" | "infeasible" | "time_limit"
+    termination: Termination  # OPTIMAL, INFEASIBLE or TIME_LIMIT
     values: NDArray[np.float64] | None  # solution vector (formulation order), if any
     bound: float | None  # proved upper bound on the objective, if any
     stats: dict[str, Any]
