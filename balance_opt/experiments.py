@@ -1,6 +1,6 @@
 """The paper's experiments (Figs. 1, 4-7): sweeps, solves, reports beside the paper's numbers.
 
-Each sweep generates its instances (seeded, MODEL.md section 10), solves them in a run
+Each sweep generates its instances (seeded, docs/model.md section 10), solves them in a run
 folder ``OUT/runs/<sweep>`` (resumable: a rerun solves only what is missing) and each
 figure's report is built from that run's results table only. Figures that share a
 sweep (Fig. 4a and Fig. 7a, Fig. 4b and Fig. 7b) share its solves.

@@ -95,7 +95,7 @@ def test_failures_become_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
         assert row["status"] == "error"
         assert "name: is required but missing" in row["error"]
     assert out.statuses["error"] == 3 * 2 + 5  # three failing doubles, and the broken file x 5
-    # every solution file is a valid FORMATS.md document; no temporary file is left behind
+    # every solution file is a valid docs/formats.md document; no temporary file is left behind
     why: dict[tuple[str, str], str] = {}
     for path in (tmp_path / "run" / "solutions").iterdir():
         assert path.suffix == ".json", path

@@ -11,7 +11,7 @@ from typing import Any
 
 from balance_opt.solvers.base import Solver, SolverUnavailable
 
-# name -> "module:class"; FORMATS.md fixes the public names.
+# name -> "module:class"; docs/formats.md fixes the public names.
 _REGISTRY: dict[str, str] = {
     "balance": "balance_opt.solvers.heuristic:BalanceSolver",
     "balance-literal": "balance_opt.solvers.heuristic:LiteralBalanceSolver",

@@ -1,6 +1,6 @@
 """Exact search over every z and every one of the 3^K assignments, with exact pruning.
 
-``exhaustive`` solves P1, ``exhaustive-p2`` solves P2 (MODEL.md section 6). Both judge
+``exhaustive`` solves P1, ``exhaustive-p2`` solves P2 (docs/model.md section 6). Both judge
 a schedule with the evaluator's own pieces: :func:`balance_opt.model.ad_mode` and
 :func:`~balance_opt.model.sd_mode` for latency and KV bytes, and the evaluator's
 comparisons ``completion > T (1 + REL_TOL)`` and ``memory > Q (1 + REL_TOL)``.

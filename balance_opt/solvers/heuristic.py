@@ -1,4 +1,4 @@
-"""BALANCE (Algorithm 3) and its baselines and ablations as registered solvers (MODEL.md 8).
+"""BALANCE (Algorithm 3) and its baselines and ablations as registered solvers (docs/model.md section 8).
 
 Each solver is Algorithm 3 on a pair of grids: the instance's own (``balance``), or
 fixed ones (``ad-only``: Z = {1}, Lambda = {1}; ``sd-only``: Z = {0}, Lambda = {0};

@@ -22,8 +22,8 @@ from balance_opt.solvers.milp.formulation import BackendResult, Formulation
 from balance_opt.status import Termination
 
 # HiGHS's default feasibility tolerances are 1e-6 / 1e-7 absolute; in microseconds and
-# megabytes that is far below MODEL.md's 1e-9 relative slack, and tighter integrality
-# keeps big-M rows from leaking (a leak is caught by the evaluator anyway).
+# megabytes that is far below the model's 1e-9 relative slack (docs/model.md section 6),
+# and tighter integrality keeps big-M rows from leaking (the evaluator would catch a leak).
 HIGHS_OPTIONS: dict[str, Any] = {
     "mip_feasibility_tolerance": 1e-9,
     "primal_feasibility_tolerance": 1e-9,
