@@ -77,55 +77,79 @@ class Result:
 
     @property
     def served(self) -> int:
-        """Served users of a feasible schedule; 0 for errors (FORMATS.md)."""
+        """Served users of a feasible schedule; 0 for errors (docs/formats.md)."""
         return 0 if self.status == Status.ERROR else self.evaluation.served
 
     @property
     def z(self) -> float:
         return self.schedule.z
 
-    def is_feasible(self) -> bool:
-        return self.feasible
-
     def gap(self) -> int | None:
         """Proved bound minus served, when there is a bound."""
         return None if self.bound is None else self.bound - self.served
 
-    def summary(self) -> str:
-        """One line for humans."""
-        bound = "" if self.bound is None else f" bound={self.bound}"
-        lam = "" if self.lam is None else f" lambda={self.lam:g}"
-        tail = f" ({self.error})" if self.error else ""
-        return (
-            f"{self.solver}: {self.status} served={self.served}{bound} z={self.z:g}{lam} "
-            f"ad={self.evaluation.num_ad} sd={self.evaluation.num_sd} "
-            f"feasible={self.feasible} {self.runtime_s:.3f}s{tail}"
+    def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
+        """The docs/formats.md solution document."""
+        return solution_document(
+            inst.name,
+            instance_sha256,
+            self.solver,
+            self.options,
+            status=self.status,
+            served=self.served,
+            bound=self.bound,
+            z=self.z,
+            lam=self.lam,
+            assignment=self.schedule.assignment(inst),
+            runtime_s=self.runtime_s,
+            feasible=self.feasible,
+            termination=self.termination,
+            error=self.error,
+            stats=self.stats,
         )
 
-    def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
-        """The FORMATS.md solution document."""
-        doc: dict[str, Any] = {
-            "schema": SOLUTION_SCHEMA,
-            "version": FORMAT_VERSION,
-            "instance": inst.name,
-            "instance_sha256": instance_sha256,
-            "solver": self.solver,
-            "options": dict(self.options),
-            "status": str(self.status),
-            "served": self.served,
-            "bound": self.bound,
-            "z": self.z,
-            "lambda": self.lam,
-            "assignment": self.schedule.assignment(inst),
-            "runtime_s": self.runtime_s,
-            "feasible": self.feasible,
-            "termination": str(self.termination),
-        }
-        if self.error is not None:
-            doc["error"] = self.error
-        if self.stats:
-            doc["stats"] = dict(self.stats)
-        return doc
+
+def solution_document(
+    instance: str,
+    instance_sha256: str,
+    solver: str,
+    options: Mapping[str, Any],
+    *,
+    status: Status,
+    served: int,
+    bound: int | None,
+    z: float,
+    lam: float | None,
+    assignment: Mapping[str, str],
+    runtime_s: float,
+    feasible: bool,
+    termination: Termination,
+    error: str | None = None,
+    stats: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A solution document with the fields in their fixed order (docs/formats.md): its one writer."""
+    doc: dict[str, Any] = {
+        "schema": SOLUTION_SCHEMA,
+        "version": FORMAT_VERSION,
+        "instance": instance,
+        "instance_sha256": instance_sha256,
+        "solver": solver,
+        "options": dict(options),
+        "status": str(status),
+        "served": served,
+        "bound": bound,
+        "z": z,
+        "lambda": lam,
+        "assignment": dict(assignment),
+        "runtime_s": runtime_s,
+        "feasible": feasible,
+        "termination": str(termination),
+    }
+    if error is not None:
+        doc["error"] = error
+    if stats:
+        doc["stats"] = dict(stats)
+    return doc
 
 
 def make_result(

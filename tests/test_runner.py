@@ -97,10 +97,14 @@ def test_failures_become_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
     assert out.statuses["error"] == 3 * 2 + 5  # three failing doubles, and the broken file x 5
     # every solution file is a valid docs/formats.md document; no temporary file is left behind
     why: dict[tuple[str, str], str] = {}
+    fields: dict[tuple[str, str], list[str]] = {}
     for path in (tmp_path / "run" / "solutions").iterdir():
         assert path.suffix == ".json", path
         doc = read_solution(path)
         why[doc["run"]["stem"], doc["run"]["config"]] = doc["termination"]
+        fields[doc["run"]["stem"], doc["run"]["config"]] = list(doc)
+    # one writer: an unreadable instance's document has a crash's fields, in the same order
+    assert fields["broken", "test-raise"] == fields["fig4-K4-s0001", "test-raise"]
     # the termination tells the failures apart: crashed, killed, refused (a bad file)
     crashed = {c: "crashed" for c in ("test-raise", "test-exit", "test-sigkill")}
     for config, termination in {**crashed, "test-sleep": "killed", "ad-only": "completed"}.items():

@@ -1,7 +1,7 @@
 """One unit of batch work: solve one instance with one configuration, as plain data.
 
 Tasks and their answers are dicts of JSON-able values, so they cross process and
-machine boundaries (local worker pool, dask) unchanged. The answer is the FORMATS.md
+machine boundaries (local worker pool, dask) unchanged. The answer is the docs/formats.md
 solution document plus a ``run`` record (configuration, instance provenance, host,
 version): the solution file alone is enough to rebuild its results-table row.
 """
@@ -20,8 +20,8 @@ from typing import Any
 from balance_opt import __version__
 from balance_opt.configs import SolverConfig, config_from_dict
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, InputError, instance_from_dict, parse_json
-from balance_opt.result import unsolved_result
+from balance_opt.io import InputError, instance_from_dict, parse_json
+from balance_opt.result import solution_document, unsolved_result
 from balance_opt.status import SolveRefused, Status, Termination
 
 Task = dict[str, Any]
@@ -85,24 +85,22 @@ def _finish(doc: dict[str, Any], task: Task, inst: Instance | None) -> dict[str,
 def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
     """An ``error`` solution for an instance file that could not be read (solve refused)."""
     cfg = config_from_dict(task["config"])
-    doc: dict[str, Any] = {
-        "schema": SOLUTION_SCHEMA,
-        "version": FORMAT_VERSION,
-        "instance": task["stem"],
-        "instance_sha256": task["sha256"],
-        "solver": cfg.solver,
-        "options": recorded_options(cfg),
-        "status": str(Status.ERROR),
-        "served": 0,
-        "bound": None,
-        "z": 0.0,
-        "lambda": None,
-        "assignment": {},
-        "runtime_s": 0.0,
-        "feasible": False,
-        "termination": str(Termination.REFUSED),
-        "error": message,
-    }
+    doc = solution_document(
+        task["stem"],
+        task["sha256"],
+        cfg.solver,
+        recorded_options(cfg),
+        status=Status.ERROR,
+        served=0,
+        bound=None,
+        z=0.0,
+        lam=None,
+        assignment={},
+        runtime_s=0.0,
+        feasible=False,
+        termination=Termination.REFUSED,
+        error=message,
+    )
     return _finish(doc, task, None)
 
 

@@ -82,10 +82,8 @@ def solve_exact(
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": st.per_z,
     }
-    if bound == served:
-        stop = Termination.OPTIMAL
-    else:
-        stop = Termination.COMPLETED if proved else Termination.TIME_LIMIT
+    ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
+    stop = Termination.OPTIMAL if bound == served else ended
     return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
 
 

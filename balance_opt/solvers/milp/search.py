@@ -187,10 +187,8 @@ def search(
             break
     bound = max([inc.served, *(st.bound for st in states.values())])
     all_done = all(st.done for st in states.values())
-    if bound == inc.served:
-        stop = Termination.OPTIMAL
-    else:
-        stop = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
+    ended = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
+    stop = Termination.OPTIMAL if bound == inc.served else ended
     stats = {
         "incumbent_source": inc.source,
         "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
