@@ -88,6 +88,17 @@ class Result:
         """Proved bound minus served, when there is a bound."""
         return None if self.bound is None else self.bound - self.served
 
+    def summary(self) -> str:
+        """One line for humans: status, served, bound, z, lambda, verdict, runtime."""
+        fields = {"status": self.status, "served": self.served, "bound": self.bound, "z": self.z}
+        fields |= {
+            "lambda": self.lam,
+            "feasible": self.feasible,
+            "runtime_s": self.runtime_s,
+            "error": self.error,
+        }
+        return summary_line(fields, self.solver)
+
     def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
         """The docs/formats.md solution document."""
         return solution_document(
@@ -150,6 +161,18 @@ def solution_document(
     if stats:
         doc["stats"] = dict(stats)
     return doc
+
+
+def summary_line(doc: Mapping[str, Any], label: str, users: int | None = None) -> str:
+    """The one-line summary of a solve, from its solution document's fields."""
+    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
+    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
+    of = f"/{users}" if users else ""
+    tail = f" ({doc['error']})" if doc.get("error") else ""
+    return (
+        f"{label}: {doc['status']} served={doc['served']}{of}{bound} z={doc['z']:g}{lam} "
+        f"feasible={str(doc['feasible']).lower()} {doc['runtime_s']:.3f}s{tail}"
+    )
 
 
 def make_result(

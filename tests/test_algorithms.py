@@ -265,7 +265,7 @@ def test_heuristics_are_feasible_and_never_above_exhaustive(inst: Instance) -> N
             assert result.status == "error"
             assert not result.feasible
             continue
-        assert result.status == "feasible", result.error
+        assert result.status == "feasible", result.summary()
         assert result.feasible
         assert result.bound is None
         assert result.lam is not None

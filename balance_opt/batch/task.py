@@ -22,6 +22,7 @@ from balance_opt.configs import SolverConfig, config_from_dict
 from balance_opt.instance import Instance
 from balance_opt.io import InputError, instance_from_dict, parse_json
 from balance_opt.result import solution_document, unsolved_result
+from balance_opt.result import summary_line as result_summary
 from balance_opt.status import SolveRefused, Status, Termination
 
 Task = dict[str, Any]
@@ -157,13 +158,4 @@ def solve_task(task: Task) -> dict[str, Any]:
 def summary_line(doc: Mapping[str, Any]) -> str:
     """One human line per solve (``solve`` without ``--out``)."""
     run = doc.get("run", {})
-    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
-    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
-    users = run.get("users")
-    of = f"/{users}" if users else ""
-    tail = f" ({doc['error']})" if doc.get("error") else ""
-    return (
-        f"{doc['instance']} {run.get('config', doc['solver'])}: {doc['status']} "
-        f"served={doc['served']}{of}{bound} z={doc['z']:g}{lam} feasible={str(doc['feasible']).lower()} "
-        f"{doc['runtime_s']:.3f}s{tail}"
-    )
+    return result_summary(doc, f"{doc['instance']} {run.get('config', doc['solver'])}", run.get("users"))
