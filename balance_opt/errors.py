@@ -22,3 +22,7 @@ class UsageError(Exception):
 
 class SolverUnavailable(RuntimeError):
     """An optional backend is not installed; the message says how to install it."""
+
+
+class SolveRefused(Exception):
+    """A solver declines an instance (e.g. too large to search): termination ``refused``."""

@@ -1,4 +1,4 @@
-"""The one judge of every schedule: P1 feasibility and its breakdown (MODEL.md sections 2-6)."""
+"""The one judge of every schedule: P1 feasibility and its breakdown (docs/model.md sections 2-6)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ NONE, AD, SD = 0, 1, 2
 MODE_NAMES = ("none", "ad", "sd")
 MODE_CODES = {name: code for code, name in enumerate(MODE_NAMES)}
 
-# Relative tolerance of every feasibility comparison (MODEL.md section 6).
+# Relative tolerance of every feasibility comparison (docs/model.md section 6).
 REL_TOL = 1e-9
 # How close a schedule's z must be to a grid value to count as that value.
 GRID_TOL = 1e-12
@@ -111,7 +111,7 @@ class Evaluation:
         return (self.served / k if k else 0.0) if self.feasible else 0.0
 
     def to_dict(self, inst: Instance) -> dict[str, Any]:
-        """JSON form (FORMATS.md: ``balance-opt evaluate --json``).
+        """JSON form (docs/formats.md: ``balance-opt evaluate --json``).
 
         JSON has no infinity: a latency that never ends (a mode given no compute, D7)
         and an unserved user's completion become ``null``; the violations say why.
@@ -172,7 +172,7 @@ def on_grid(value: float, grid: Sequence[float]) -> bool:
 
 
 def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
-    """Latencies, memory and every P1 violation of ``schedule`` (MODEL.md section 6)."""
+    """Latencies, memory and every P1 violation of ``schedule`` (docs/model.md section 6)."""
     if schedule.modes.shape != (inst.num_users,):
         raise ValueError(f"schedule has {schedule.modes.shape[0]} users, instance {inst.num_users}")
     z = schedule.z

@@ -1,4 +1,4 @@
-"""Seeded instance generator with the paper's presets (MODEL.md section 10).
+"""Seeded instance generator with the paper's presets (docs/model.md section 10).
 
 ``generate("fig4", users=30, seed=1)`` builds the same :class:`Instance` on every
 machine: one ``numpy.random.default_rng(seed)`` draws, in this FIXED order, one array of
@@ -47,7 +47,7 @@ CONSTANT_OVERRIDES = ("llm_alpha_s_per_flop", "llm_beta_s", "slm_alpha_s_per_flo
 
 @dataclass(frozen=True)
 class GeneratorParams:
-    """Every knob of the generator; defaults are MODEL.md section 10 with Fig. 4's ranges."""
+    """Every knob of the generator; defaults are docs/model.md section 10 with Fig. 4's ranges."""
 
     preset: str = "fig4"
     users: int = 30  # K
@@ -169,7 +169,7 @@ def _finite(v: Any) -> bool:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # Fig. 4 (MODEL.md section 10): K = 30, T ~ U[0.5, 4], LI 1..300, LO 1..100
+    # Fig. 4 (docs/model.md section 10): K = 30, T ~ U[0.5, 4], LI 1..300, LO 1..100
     "fig4": {},
     # Fig. 5: T ~ U[2, 12], LI 1..1000, LO 1..500
     "fig5": {"deadline_min_s": 2.0, "deadline_max_s": 12.0, "input_max": 1000, "output_max": 500},
@@ -238,7 +238,7 @@ def instance_name(p: GeneratorParams) -> str:
 
 
 def spectral_efficiency(distance_m: np.ndarray, psd_dbm_hz: float, p: GeneratorParams) -> np.ndarray:
-    """``log2(1 + SNR)`` with ``SNR_dB = PSD - PL(d) - noise`` (MODEL.md section 10)."""
+    """``log2(1 + SNR)`` with ``SNR_dB = PSD - PL(d) - noise`` (docs/model.md section 10)."""
     path_loss_db = p.path_loss_db_at_1km + p.path_loss_db_per_decade * np.log10(distance_m / 1000.0)
     snr_db = psd_dbm_hz - path_loss_db - p.noise_dbm_hz
     result: np.ndarray = np.log2(1.0 + 10.0 ** (snr_db / 10.0))

@@ -1,15 +1,19 @@
 """The immutable problem instance: server, the two language models and the users.
 
-Notation follows MODEL.md section 1; field names follow FORMATS.md. Validation of
-files happens in :mod:`balance_opt.io` (it knows the file name and JSON path); the
-constructors here only check what a programmer can get wrong (array shapes).
+Notation follows docs/model.md section 1; field names follow docs/formats.md. The value rules
+live here, in one table (:data:`VALUE_RULES`: field, check, rule text): every
+:class:`Instance` checks them when it is built (from a file, by the generator, by
+:meth:`Instance.replace`), and the file reader (:mod:`balance_opt.io`) applies the same
+rules while it reads, adding the file name and JSON path to the message.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,7 +24,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-# Per-user array fields in FORMATS.md order: (JSON name, dtype).
+# Per-user array fields in docs/formats.md order: (JSON name, dtype).
 USER_ARRAY_FIELDS: tuple[tuple[str, type], ...] = (
     ("input_tokens", np.int64),
     ("output_tokens", np.int64),
@@ -33,9 +37,158 @@ USER_ARRAY_FIELDS: tuple[tuple[str, type], ...] = (
 )
 
 
+def show_value(value: Any) -> str:
+    """A value as a message quotes it: JSON, cut to 60 characters."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One value rule: the check and the words that state it (``"> 0"``)."""
+
+    text: str
+    ok: Callable[[Any], Any]  # on a float, or elementwise on an array
+    integer: bool = False
+
+    def broken(self, value: Any) -> str | None:
+        """What a value breaking the rule is told (``must be ..., got ...``); None when it holds."""
+        number = isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
+        if self.integer and not (number and isinstance(value, int | np.integer) and self.ok(value)):
+            return f"must be an integer {self.text}, got {show_value(value)}"
+        if not number:
+            return f"must be a number {self.text}, got {show_value(value)}"
+        if not self.integer and (not math.isfinite(value) or not self.ok(float(value))):
+            return f"must be a finite number {self.text}, got {show_value(value)}"
+        return None
+
+
+POSITIVE = Rule("> 0", lambda x: x > 0)
+NON_NEGATIVE = Rule(">= 0", lambda x: x >= 0)
+COUNT = Rule(">= 1", lambda x: x >= 1, integer=True)
+# no chained comparisons: the checks also run elementwise on numpy arrays
+UNIT = Rule("in [0, 1]", lambda x: (x >= 0.0) & (x <= 1.0))
+OPEN_UNIT = Rule("with 0 < value < 1", lambda x: (x > 0.0) & (x < 1.0))
+
+# The value rules of an instance, by section and field, in file order (docs/formats.md).
+# Grids (``z_grid``, ``lambda_grid``) follow UNIT and must increase strictly.
+VALUE_RULES: Mapping[str, Mapping[str, Rule]] = {
+    "server": {
+        "memory_bytes": POSITIVE,
+        "bytes_per_param": POSITIVE,
+        "draft_length": COUNT,
+        "bits_per_token": POSITIVE,
+    },
+    "model": {
+        **dict.fromkeys(("layers", "hidden", "head_dim", "heads", "ffn"), COUNT),
+        "alpha_s_per_flop": POSITIVE,
+        "beta_s": NON_NEGATIVE,
+    },
+    "user": {
+        "input_tokens": COUNT,
+        "output_tokens": COUNT,
+        "deadline_s": POSITIVE,
+        "acceptance": OPEN_UNIT,
+        **dict.fromkeys([f for f, _ in USER_ARRAY_FIELDS[4:]], POSITIVE),
+        "distance_m": NON_NEGATIVE,  # optional
+        "sd_iterations": COUNT,  # optional
+    },
+}
+
+
+class InvalidInstance(ValueError):
+    """A value that breaks a rule of :data:`VALUE_RULES`; ``path`` is its JSON path."""
+
+    def __init__(self, path: str, rule: str) -> None:
+        self.path, self.rule = path, rule
+        super().__init__(f"{path}: {rule}")
+
+
+def grid_problem(grid: Any) -> tuple[int | None, str] | None:
+    """Where a grid breaks its rules (index or None for the whole grid) and how."""
+    if not isinstance(grid, list | tuple) or not grid:
+        return None, f"must be a non-empty list of numbers in [0, 1], got {show_value(grid)}"
+    if _all_hold(grid, UNIT) and bool(np.all(np.diff(np.asarray(grid, dtype=float)) > 0)):
+        return None  # the common case, without a rule check per value
+    for i, v in enumerate(grid):
+        broken = UNIT.broken(v)
+        if broken is not None:
+            return i, broken
+        if i and v <= grid[i - 1]:
+            return i, f"grid must be strictly increasing, got {v!r} after {grid[i - 1]!r}"
+    return None
+
+
+def _all_hold(values: Any, rule: Rule) -> bool:
+    """Whether every value (a Python sequence) is a number of the rule's kind that holds it."""
+    arr = np.asarray(values)
+    kinds = "i" if rule.integer else "if"  # bools, strings and None make another kind
+    return arr.dtype.kind in kinds and bool(np.all(np.isfinite(arr) & rule.ok(arr)))
+
+
+@functools.lru_cache(maxsize=64)
+def _part_problem(part: Any) -> tuple[str, str] | None:
+    """The first broken rule of a server or model (cached: most instances share them)."""
+    rules = VALUE_RULES["server" if isinstance(part, Server) else "model"]
+    for name, rule in rules.items():
+        broken = rule.broken(getattr(part, name))
+        if broken is not None:
+            return name, broken
+    for name in ("z_grid", "lambda_grid") if isinstance(part, Server) else ():
+        problem = grid_problem(getattr(part, name))
+        if problem is not None:
+            return name + ("" if problem[0] is None else f"[{problem[0]}]"), problem[1]
+    return None
+
+
+def _check_part(section: str, part: Any) -> None:
+    try:
+        problem = _part_problem(part)
+    except TypeError:  # unhashable (e.g. a grid given as a list): checked without the cache
+        problem = _part_problem.__wrapped__(part)
+    if problem is not None:
+        raise InvalidInstance(f"{section}.{problem[0]}", problem[1])
+
+
+def _check_users(inst: Instance) -> None:
+    """The per-user rules, vectorized; the first user and field that break one."""
+    rules = VALUE_RULES["user"]
+    for name, _ in USER_ARRAY_FIELDS:
+        arr, rule = getattr(inst, name), rules[name]
+        good = np.isfinite(arr) & rule.ok(arr)
+        if not good.all():
+            bad = np.flatnonzero(~good)
+            raise InvalidInstance(f"users[{bad[0]}].{name}", str(rule.broken(arr[bad[0]])))
+    optional = (("distance_m", inst.distance_m), ("sd_iterations", inst.sd_iterations_override))
+    for name, values in optional:
+        if values is None or _all_hold([v for v in values if v is not None], rules[name]):
+            continue
+        for k, v in enumerate(values):
+            broken = None if v is None else rules[name].broken(v)
+            if broken is not None:
+                raise InvalidInstance(f"users[{k}].{name}", broken)
+    first: dict[str, int] = {}
+    for k, uid in enumerate(inst.user_ids if len(set(inst.user_ids)) < len(inst.user_ids) else ()):
+        j = first.setdefault(uid, k)
+        if j != k:
+            raise InvalidInstance(f"users[{k}].id", f"user ids must be unique, {uid!r} is also users[{j}].id")
+
+
+def check_values(inst: Instance) -> None:
+    """Raise :class:`InvalidInstance` for the first value of ``inst`` that breaks a rule."""
+    _check_part("server", inst.server)
+    _check_part("llm", inst.llm)
+    _check_part("slm", inst.slm)
+    if not inst.user_ids:
+        raise InvalidInstance("users", "must be a non-empty list of user objects, got []")
+    _check_users(inst)
+
+
 @dataclass(frozen=True)
 class LanguageModel:
-    """Architecture and hardware constants of one model (MODEL.md section 1)."""
+    """Architecture and hardware constants of one model (docs/model.md section 1)."""
 
     layers: int  # M
     hidden: int  # Dm
@@ -68,7 +221,7 @@ class LanguageModel:
 
 @dataclass(frozen=True)
 class Server:
-    """Server-side parameters (MODEL.md section 1)."""
+    """Server-side parameters (docs/model.md section 1)."""
 
     memory_bytes: float  # Q
     bytes_per_param: float  # theta
@@ -78,10 +231,15 @@ class Server:
     lambda_grid: tuple[float, ...]  # Lambda
 
 
-def _frozen(values: Any, dtype: type) -> NDArray[Any]:
-    arr: NDArray[Any] = np.array(values, dtype=dtype)
-    if arr.ndim != 1:
+def _frozen(values: Any, dtype: type, name: str) -> NDArray[Any]:
+    raw = np.asarray(values)
+    if raw.ndim != 1:
         raise ValueError("per-user arrays must be one-dimensional")
+    if dtype is np.int64 and raw.dtype.kind == "f":
+        cut = np.flatnonzero(~np.isfinite(raw) | (raw != np.floor(raw)))
+        if len(cut):  # a float that is not a whole number would be truncated
+            raise InvalidInstance(f"users[{cut[0]}].{name}", str(COUNT.broken(raw[cut[0]].item())))
+    arr: NDArray[Any] = raw.astype(dtype)
     arr.setflags(write=False)
     return arr
 
@@ -104,7 +262,7 @@ class Instance:
     downlink_bandwidth_hz: FloatArray  # Bd
     downlink_spectral_efficiency: FloatArray  # Rd
     distance_m: tuple[float | None, ...] | None = None
-    # Optional per-user SD iteration levels (FORMATS.md ``sd_iterations``): where given,
+    # Optional per-user SD iteration levels (docs/formats.md ``sd_iterations``): where given,
     # they replace the formula's N_k, so every solver plans for that level unchanged.
     sd_iterations_override: tuple[int | None, ...] | None = None
     generator: Mapping[str, Any] | None = None
@@ -113,7 +271,7 @@ class Instance:
     def __post_init__(self) -> None:
         k = len(self.user_ids)
         for fname, dtype in USER_ARRAY_FIELDS:
-            arr = _frozen(getattr(self, fname), dtype)
+            arr = _frozen(getattr(self, fname), dtype, fname)
             if arr.shape != (k,):
                 raise ValueError(f"{fname} has {arr.shape[0]} entries for {k} users")
             object.__setattr__(self, fname, arr)
@@ -126,14 +284,8 @@ class Instance:
             levels = tuple(self.sd_iterations_override)
             if len(levels) != k:
                 raise ValueError(f"sd_iterations_override has {len(levels)} entries for {k} users")
-            bad = [
-                n
-                for n in levels
-                if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1)
-            ]
-            if bad:
-                raise ValueError("sd_iterations_override entries must be None or integers >= 1")
             object.__setattr__(self, "sd_iterations_override", levels)
+        check_values(self)
 
     # -- identity ---------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -171,7 +323,7 @@ class Instance:
         """K."""
         return len(self.user_ids)
 
-    # -- derived per-user quantities (MODEL.md section 2) ------------------------
+    # -- derived per-user quantities (docs/model.md section 2) ------------------------
     @cached_property
     def upload_s(self) -> FloatArray:
         """``up_k = gamma LI_k / (B_k R_k)``."""

@@ -1,4 +1,4 @@
-"""Reading and writing instance and solution files (FORMATS.md), with full validation.
+"""Reading and writing instance and solution files (docs/formats.md), with full validation.
 
 A bad file raises :class:`InputError` whose message names the file, the JSON path and
 the rule it breaks, e.g. ``bad.json: users[3].acceptance: must be a number with
@@ -10,23 +10,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from balance_opt.errors import InputError
-from balance_opt.instance import USER_ARRAY_FIELDS, Instance, LanguageModel, Server
+from balance_opt.instance import (
+    NON_NEGATIVE,
+    UNIT,
+    USER_ARRAY_FIELDS,
+    VALUE_RULES,
+    Instance,
+    InvalidInstance,
+    LanguageModel,
+    Rule,
+    Server,
+    grid_problem,
+)
+from balance_opt.instance import show_value as _show
+from balance_opt.status import Status, Termination
 
 INSTANCE_SCHEMA = "balance-opt/instance"
 SOLUTION_SCHEMA = "balance-opt/solution"
 FORMAT_VERSION = 1
-
-STATUSES = ("optimal", "feasible", "time_limit", "error")
 
 
 # --- low-level checks -------------------------------------------------------------
@@ -52,35 +62,13 @@ class _Checker:
             raise self.fail(_join(path, key), "is required but missing")
         return parent[key]
 
-    def integer(self, parent: Mapping[str, Any], key: str, path: str, minimum: int = 1) -> int:
+    def value(self, parent: Mapping[str, Any], key: str, path: str, rule: Rule) -> Any:
+        """``parent[key]`` checked against one rule of the instance's table."""
         value = self.get(parent, key, path)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(_join(path, key), f"must be an integer >= {minimum}, got {_show(value)}")
-        if value < minimum:
-            raise self.fail(_join(path, key), f"must be an integer >= {minimum}, got {value}")
-        return value
-
-    def number(
-        self,
-        parent: Mapping[str, Any],
-        key: str,
-        path: str,
-        rule: str,
-        ok: Callable[[float], bool],
-    ) -> float:
-        value = self.get(parent, key, path)
-        return self.number_value(value, _join(path, key), rule, ok)
-
-    def number_value(self, value: Any, path: str, rule: str, ok: Callable[[float], bool]) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(path, f"must be a number {rule}, got {_show(value)}")
-        x = float(value)
-        if not math.isfinite(x) or not ok(x):
-            raise self.fail(path, f"must be a finite number {rule}, got {_show(value)}")
-        return x
-
-    def positive(self, parent: Mapping[str, Any], key: str, path: str) -> float:
-        return self.number(parent, key, path, "> 0", lambda x: x > 0)
+        broken = rule.broken(value)
+        if broken is not None:
+            raise self.fail(_join(path, key), broken)
+        return float(value) if not rule.integer else value
 
     def string(self, parent: Mapping[str, Any], key: str, path: str) -> str:
         value = self.get(parent, key, path)
@@ -90,28 +78,15 @@ class _Checker:
 
     def grid(self, parent: Mapping[str, Any], key: str, path: str) -> tuple[float, ...]:
         value = self.get(parent, key, path)
-        p = _join(path, key)
-        if not isinstance(value, list) or not value:
-            raise self.fail(p, f"must be a non-empty list of numbers in [0, 1], got {_show(value)}")
-        grid = tuple(
-            self.number_value(v, f"{p}[{i}]", "in [0, 1]", lambda x: 0.0 <= x <= 1.0)
-            for i, v in enumerate(value)
-        )
-        for i in range(1, len(grid)):
-            if grid[i] <= grid[i - 1]:
-                raise self.fail(
-                    f"{p}[{i}]", f"grid must be strictly increasing, got {grid[i]!r} after {grid[i - 1]!r}"
-                )
-        return grid
+        problem = grid_problem(value)
+        if problem is not None:
+            at = "" if problem[0] is None else f"[{problem[0]}]"
+            raise self.fail(f"{_join(path, key)}{at}", problem[1])
+        return tuple(float(v) for v in value)
 
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _NonFinite:
@@ -138,7 +113,7 @@ def parse_json(text: str | bytes, source: str) -> Any:
     seen: list[_NonFinite] = []
 
     def non_finite(name: str) -> _NonFinite:
-        # json accepts NaN / Infinity by default; FORMATS.md does not. Rejected after
+        # json accepts NaN / Infinity by default; docs/formats.md does not. Rejected after
         # parsing, when the tree gives the literal its path.
         seen.append(_NonFinite(name))
         return seen[-1]
@@ -177,51 +152,28 @@ def _check_header(c: _Checker, doc: Any, schema: str) -> None:
 
 def _model(c: _Checker, doc: Mapping[str, Any], key: str) -> LanguageModel:
     m = c.obj(doc, key, "")
-    name = m.get("name")
-    if name is not None and not isinstance(name, str):
-        raise c.fail(f"{key}.name", f"must be a string when given, got {_show(name)}")
+    name = _optional(c, m, "name", str, f"{key}.", "a string")
     return LanguageModel(
-        layers=c.integer(m, "layers", key),
-        hidden=c.integer(m, "hidden", key),
-        head_dim=c.integer(m, "head_dim", key),
-        heads=c.integer(m, "heads", key),
-        ffn=c.integer(m, "ffn", key),
-        alpha_s_per_flop=c.positive(m, "alpha_s_per_flop", key),
-        beta_s=c.number(m, "beta_s", key, ">= 0", lambda x: x >= 0),
-        name=name,
+        **{f: c.value(m, f, key, rule) for f, rule in VALUE_RULES["model"].items()}, name=name
     )
 
 
-def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
-    """Validate a parsed instance document and build the :class:`Instance`."""
-    c = _Checker(source)
-    _check_header(c, doc, INSTANCE_SCHEMA)
-    name = c.string(doc, "name", "")
-    generator = doc.get("generator")
-    if generator is not None and not isinstance(generator, dict):
-        raise c.fail("generator", f"must be a JSON object when given, got {_show(generator)}")
-    description = doc.get("description")
-    if description is not None and not isinstance(description, str):
-        raise c.fail("description", f"must be a string when given, got {_show(description)}")
-    s = c.obj(doc, "server", "")
-    server = Server(
-        memory_bytes=c.positive(s, "memory_bytes", "server"),
-        bytes_per_param=c.positive(s, "bytes_per_param", "server"),
-        draft_length=c.integer(s, "draft_length", "server"),
-        bits_per_token=c.positive(s, "bits_per_token", "server"),
-        z_grid=c.grid(s, "z_grid", "server"),
-        lambda_grid=c.grid(s, "lambda_grid", "server"),
-    )
-    llm = _model(c, doc, "llm")
-    slm = _model(c, doc, "slm")
-    users = c.get(doc, "users", "")
+def _optional(c: _Checker, doc: Mapping[str, Any], key: str, kind: type, path: str, what: str) -> Any:
+    """An optional field of the given JSON type (None when absent or null)."""
+    value = doc.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise c.fail(f"{path}{key}", f"must be {what} when given, got {_show(value)}")
+    return value
+
+
+def _users(c: _Checker, users: Any) -> dict[str, Any]:
+    """The users' columns (``Instance`` keyword arguments), checked in file order."""
     if not isinstance(users, list) or not users:
         raise c.fail("users", f"must be a non-empty list of user objects, got {_show(users)}")
+    rules = VALUE_RULES["user"]
     columns: dict[str, list[Any]] = {f: [] for f, _ in USER_ARRAY_FIELDS}
-    ids: list[str] = []
-    distances: list[float | None] = []
-    levels: list[int | None] = []
     seen: dict[str, int] = {}
+    extra: dict[str, list[Any]] = {"distance_m": [], "sd_iterations": []}
     for i, u in enumerate(users):
         p = f"users[{i}]"
         if not isinstance(u, dict):
@@ -230,68 +182,64 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
         if uid in seen:
             raise c.fail(f"{p}.id", f"user ids must be unique, {uid!r} is also users[{seen[uid]}].id")
         seen[uid] = i
-        ids.append(uid)
-        columns["input_tokens"].append(c.integer(u, "input_tokens", p))
-        columns["output_tokens"].append(c.integer(u, "output_tokens", p))
-        columns["deadline_s"].append(c.positive(u, "deadline_s", p))
-        columns["acceptance"].append(c.number(u, "acceptance", p, "with 0 < value < 1", lambda x: 0 < x < 1))
-        for f in (
-            "uplink_bandwidth_hz",
-            "uplink_spectral_efficiency",
-            "downlink_bandwidth_hz",
-            "downlink_spectral_efficiency",
-        ):
-            columns[f].append(c.positive(u, f, p))
-        d = u.get("distance_m")
-        distances.append(
-            None if d is None else c.number_value(d, f"{p}.distance_m", ">= 0", lambda x: x >= 0)
-        )
-        # optional: a planned SD iteration count replacing the formula's N_k
-        levels.append(c.integer(u, "sd_iterations", p) if "sd_iterations" in u else None)
-    return Instance(
-        name=name,
-        server=server,
-        llm=llm,
-        slm=slm,
-        user_ids=tuple(ids),
-        distance_m=tuple(distances) if any(d is not None for d in distances) else None,
-        sd_iterations_override=tuple(levels) if any(n is not None for n in levels) else None,
-        generator=generator,
-        description=description,
-        **columns,  # type: ignore[arg-type]
+        for f, col in columns.items():
+            col.append(c.value(u, f, p, rules[f]))
+        # optional: a distance (null is absent), a planned SD iteration count replacing N_k
+        given = {"distance_m": u.get("distance_m") is not None, "sd_iterations": "sd_iterations" in u}
+        for f, col in extra.items():
+            col.append(c.value(u, f, p, rules[f]) if given[f] else None)
+    optional = {f: tuple(col) if any(v is not None for v in col) else None for f, col in extra.items()}
+    return {
+        "user_ids": tuple(seen),
+        "distance_m": optional["distance_m"],
+        "sd_iterations_override": optional["sd_iterations"],
+        **columns,
+    }
+
+
+def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
+    """Validate a parsed instance document and build the :class:`Instance`.
+
+    The value rules are the instance's own (:data:`~balance_opt.instance.VALUE_RULES`);
+    this reader applies them in file order and adds the file name and JSON path.
+    """
+    c = _Checker(source)
+    _check_header(c, doc, INSTANCE_SCHEMA)
+    name = c.string(doc, "name", "")
+    generator = _optional(c, doc, "generator", dict, "", "a JSON object")
+    description = _optional(c, doc, "description", str, "", "a string")
+    s = c.obj(doc, "server", "")
+    server = Server(
+        **{f: c.value(s, f, "server", rule) for f, rule in VALUE_RULES["server"].items()},
+        z_grid=c.grid(s, "z_grid", "server"),
+        lambda_grid=c.grid(s, "lambda_grid", "server"),
     )
+    llm = _model(c, doc, "llm")
+    slm = _model(c, doc, "slm")
+    users = _users(c, c.get(doc, "users", ""))
+    try:
+        return Instance(
+            name=name, server=server, llm=llm, slm=slm, generator=generator, description=description, **users
+        )
+    except InvalidInstance as exc:  # a rule only the whole instance can check
+        raise c.fail(exc.path, exc.rule) from None
 
 
 def _model_dict(m: LanguageModel) -> dict[str, Any]:
     out: dict[str, Any] = {} if m.name is None else {"name": m.name}
-    out.update(
-        layers=m.layers,
-        hidden=m.hidden,
-        head_dim=m.head_dim,
-        heads=m.heads,
-        ffn=m.ffn,
-        alpha_s_per_flop=m.alpha_s_per_flop,
-        beta_s=m.beta_s,
-    )
-    return out
+    return out | {f: getattr(m, f) for f in VALUE_RULES["model"]}
 
 
 def instance_to_dict(inst: Instance) -> dict[str, Any]:
-    """The FORMATS.md document of an instance (field order fixed, for stable bytes)."""
+    """The docs/formats.md document of an instance (field order fixed, for stable bytes)."""
     s = inst.server
     doc: dict[str, Any] = {"schema": INSTANCE_SCHEMA, "version": FORMAT_VERSION, "name": inst.name}
     if inst.description is not None:
         doc["description"] = inst.description
     if inst.generator is not None:
         doc["generator"] = dict(inst.generator)
-    doc["server"] = {
-        "memory_bytes": s.memory_bytes,
-        "bytes_per_param": s.bytes_per_param,
-        "draft_length": s.draft_length,
-        "bits_per_token": s.bits_per_token,
-        "z_grid": list(s.z_grid),
-        "lambda_grid": list(s.lambda_grid),
-    }
+    doc["server"] = {f: getattr(s, f) for f in VALUE_RULES["server"]}
+    doc["server"].update(z_grid=list(s.z_grid), lambda_grid=list(s.lambda_grid))
     doc["llm"] = _model_dict(inst.llm)
     doc["slm"] = _model_dict(inst.slm)
     users = []
@@ -362,6 +310,8 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
 
 # --- solutions ------------------------------------------------------------------------
 
+_COUNT0 = Rule(">= 0", lambda x: x >= 0, integer=True)  # served, bound
+
 
 def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | None = None) -> dict[str, Any]:
     """Validate a solution document (and, given the instance, its assignment's user ids).
@@ -381,9 +331,9 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
         if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
             raise c.fail("instance_sha256", f"must be 64 lowercase hex digits, got {_show(sha)}")
     _check_optional_claims(c, doc)
-    c.number(doc, "z", "", "in [0, 1]", lambda x: 0.0 <= x <= 1.0)
+    c.value(doc, "z", "", UNIT)
     if doc.get("lambda") is not None:
-        c.number(doc, "lambda", "", "in [0, 1] or null", lambda x: 0.0 <= x <= 1.0)
+        c.value(doc, "lambda", "", Rule("in [0, 1] or null", UNIT.ok))
     assignment = c.obj(doc, "assignment", "")
     for uid, mode in assignment.items():
         if mode not in ("ad", "sd", "none"):
@@ -405,21 +355,20 @@ def _check_optional_claims(c: _Checker, doc: Mapping[str, Any]) -> None:
     if "options" in doc:
         c.obj(doc, "options", "")
     status = doc.get("status")
-    if "status" in doc and status not in STATUSES:
-        raise c.fail("status", f"must be one of {', '.join(STATUSES)}, got {_show(status)}")
-    served = c.integer(doc, "served", "", minimum=0) if "served" in doc else None
-    if status == "error" and served not in (None, 0):
+    for key, kind in (("status", Status), ("termination", Termination)):
+        if key in doc and doc[key] not in kind.__members__.values():
+            raise c.fail(key, f"must be one of {', '.join(kind)}, got {_show(doc[key])}")
+    served = c.value(doc, "served", "", _COUNT0) if "served" in doc else None
+    if status == Status.ERROR and served not in (None, 0):
         raise c.fail("served", f'must be 0 when status is "error", got {served}')
-    bound = doc.get("bound")
-    if bound is not None:
-        bound = c.integer(doc, "bound", "", minimum=0)
-    if status == "optimal" and served is not None and "bound" in doc and bound != served:
+    bound = None if doc.get("bound") is None else c.value(doc, "bound", "", _COUNT0)
+    if status == Status.OPTIMAL and served is not None and "bound" in doc and bound != served:
         raise c.fail("bound", f'must equal served ({served}) when status is "optimal", got {_show(bound)}')
     if "runtime_s" in doc:
-        c.number(doc, "runtime_s", "", ">= 0", lambda x: x >= 0)
+        c.value(doc, "runtime_s", "", NON_NEGATIVE)
     if "feasible" in doc and not isinstance(doc["feasible"], bool):
         raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
-    if status == "error":
+    if status == Status.ERROR:
         c.string(doc, "error", "")
 
 
@@ -431,11 +380,8 @@ def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, A
 def read_document(path: str | Path) -> tuple[str, Any]:
     """Read any project file: ``("instance", Instance)`` or ``("solution", dict)``."""
     doc = parse_json(read_bytes(path), str(path))
-    if not isinstance(doc, dict):
-        raise InputError(str(path), "", f"must hold a JSON object at the top level, got {_show(doc)[:20]}")
-    if "schema" not in doc:
-        raise InputError(str(path), "schema", "is required but missing")
-    schema = doc["schema"]
+    # no object or no schema: the instance reader says what is missing
+    schema = doc.get("schema", INSTANCE_SCHEMA) if isinstance(doc, dict) else INSTANCE_SCHEMA
     if schema == SOLUTION_SCHEMA:
         return "solution", check_solution_dict(doc, str(path))
     if schema == INSTANCE_SCHEMA:

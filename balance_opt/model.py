@@ -1,4 +1,4 @@
-"""Workloads, latencies and KV memory of the AD and SD modes (MODEL.md sections 3-5).
+"""Workloads, latencies and KV memory of the AD and SD modes (docs/model.md sections 3-5).
 
 Everything here is a pure function of an :class:`~balance_opt.instance.Instance` and a
 served set. The decoding sums have closed forms (sums of arithmetic series), so a mode

@@ -1,19 +1,19 @@
 """Model and hardware profiles: the architecture numbers and GPU constants of real setups.
 
-A :class:`ModelProfile` holds what MODEL.md section 1 needs of a transformer (layers,
+A :class:`ModelProfile` holds what docs/model.md section 1 needs of a transformer (layers,
 hidden size, head dimension, heads, FFN size), read from the model's ``config.json`` on
 its Hugging Face hub page. A :class:`HardwareProfile` holds a GPU's memory capacity,
 dense FP16/BF16 tensor peak and memory bandwidth from its NVIDIA datasheet. Together
-they give the per-model constants of MODEL.md section 10:
+they give the per-model constants of docs/model.md section 10:
 
 - ``alpha = 1 / (0.5 * peak)`` seconds per FLOP (half of the dense tensor peak),
 - ``beta = q / bandwidth`` seconds per forward pass (streaming the weights ``q`` once),
 
 unless a hardware profile states a measured value instead.
 
-Grouped-query attention: MODEL.md counts the K/V projections and the KV cache with all
+Grouped-query attention: docs/model.md counts the K/V projections and the KV cache with all
 ``H`` heads. ``kv_heads`` is recorded for models that use fewer K/V heads, but the
-default model (and :meth:`ModelProfile.language_model`) follows MODEL.md and ignores it.
+default model (and :meth:`ModelProfile.language_model`) follows docs/model.md and ignores it.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from balance_opt.instance import LanguageModel
 
-# Fraction of the dense tensor peak a decoding workload reaches (MODEL.md section 10).
+# Fraction of the dense tensor peak a decoding workload reaches (docs/model.md section 10).
 PEAK_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
 class ModelProfile:
-    """Architecture of one transformer in MODEL.md's notation."""
+    """Architecture of one transformer in the notation of docs/model.md section 1."""
 
     name: str
     layers: int  # M  (num_hidden_layers)
@@ -36,7 +36,7 @@ class ModelProfile:
     head_dim: int  # Dh (head_dim, else hidden_size / num_attention_heads)
     heads: int  # H  (num_attention_heads)
     ffn: int  # Df (intermediate_size)
-    kv_heads: int  # num_key_value_heads (not used by MODEL.md's default model)
+    kv_heads: int  # num_key_value_heads (not used by the model of docs/model.md)
     source: str
     vocab: int = 32000  # vocab_size: only `balance-opt profile` uses it (the LM head's cost)
 
@@ -83,7 +83,7 @@ class HardwareProfile:
         return weight_bytes / rate
 
     def language_model(self, model: ModelProfile, bytes_per_param: float = 2.0) -> LanguageModel:
-        """``model`` with this GPU's alpha and beta (MODEL.md section 10)."""
+        """``model`` with this GPU's alpha and beta (docs/model.md section 10)."""
         return model.language_model(self.alpha_s_per_flop, self.beta_s(model.weight_bytes(bytes_per_param)))
 
 
@@ -92,10 +92,10 @@ _HF = "https://huggingface.co/{}/blob/main/config.json"
 MODELS: dict[str, ModelProfile] = {
     p.name: p
     for p in (
-        # MODEL.md section 10; config.json: hidden_size 4096, num_hidden_layers 32,
+        # docs/model.md section 10; config.json: hidden_size 4096, num_hidden_layers 32,
         # num_attention_heads 32, num_key_value_heads 32, intermediate_size 11008, vocab_size 32000
         ModelProfile("llama-2-7b", 32, 4096, 128, 32, 11008, 32, _HF.format("meta-llama/Llama-2-7b-hf")),
-        # MODEL.md section 10; config.json: hidden_size 2048, num_hidden_layers 22,
+        # docs/model.md section 10; config.json: hidden_size 2048, num_hidden_layers 22,
         # num_attention_heads 32, num_key_value_heads 4, intermediate_size 5632, vocab_size 32000
         ModelProfile(
             "tinyllama-1.1b", 22, 2048, 64, 32, 5632, 4, _HF.format("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
@@ -133,7 +133,7 @@ MODEL_PAIRS: dict[str, tuple[str, str]] = {
 HARDWARE: dict[str, HardwareProfile] = {
     h.name: h
     for h in (
-        # MODEL.md section 10. NVIDIA Ada GPU Architecture whitepaper (RTX 4090):
+        # docs/model.md section 10. NVIDIA Ada GPU Architecture whitepaper (RTX 4090):
         # 24 GB GDDR6X, 1008 GB/s, 165.2 TFLOPS dense FP16 tensor with FP32 accumulate.
         HardwareProfile(
             "rtx4090", 24e9, 165.2e12, 1.008e12, "NVIDIA Ada GPU Architecture whitepaper, RTX 4090"

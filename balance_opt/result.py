@@ -1,8 +1,8 @@
 """What a solver hands back, and the one place where its claims are checked.
 
-Two status axes (as in Pyomo's and linopy's results): the solver says why it stopped
-and what it proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on
-the schedule and decides what the project reports (:class:`Result`). A solver's own
+Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
+proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on the schedule
+(the verdict) and derives the reported status (:class:`Result`). A solver's own
 objective is only a claim: when it disagrees with the evaluator, the result becomes an
 ``error`` carrying both numbers.
 """
@@ -15,10 +15,11 @@ from typing import Any
 
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, STATUSES
+from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA
+from balance_opt.status import Status, Termination, Verdict, reported_status
 
-# Why a solver stopped, as the solver reports it.
-SOLVER_STATUSES = ("optimal", "feasible", "time_limit")
+# Why a solver may say it stopped (the batch adds the others for solves that end without one).
+SOLVER_TERMINATIONS = (Termination.OPTIMAL, Termination.COMPLETED, Termination.TIME_LIMIT)
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,15 +27,15 @@ class SolverOutput:
     """A solver's raw answer, before the evaluator has looked at it."""
 
     schedule: Schedule
-    status: str  # one of SOLVER_STATUSES
+    termination: Termination  # one of SOLVER_TERMINATIONS
     lam: float | None = None
     bound: int | None = None  # proved upper bound on P1's optimum, if any
     objective: int | None = None  # the served count the solver believes its schedule has
     stats: Mapping[str, Any] = field(default_factory=dict)  # work counters (nodes, ...)
 
     def __post_init__(self) -> None:
-        if self.status not in SOLVER_STATUSES:
-            raise ValueError(f"unknown solver status {self.status!r}")
+        if self.termination not in SOLVER_TERMINATIONS:
+            raise ValueError(f"a solver cannot stop with {self.termination!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +44,7 @@ class Result:
 
     solver: str
     options: Mapping[str, Any]
-    status: str  # one of io.STATUSES
+    status: Status  # derived from termination and the evaluator's verdict
     schedule: Schedule
     lam: float | None
     bound: int | None
@@ -51,13 +52,15 @@ class Result:
     evaluation: Evaluation
     stats: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
+    termination: Termination = Termination.COMPLETED
+    scheduled: bool = True  # False: the solve brought no schedule back (an empty one stands in)
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
+        if self.status not in Status.__members__.values():
             raise ValueError(f"unknown status {self.status!r}")
-        if (self.status == "error") != (self.error is not None):
+        if (self.status == Status.ERROR) != (self.error is not None):
             raise ValueError("an error message goes with status 'error' and only with it")
-        if self.status == "optimal" and self.bound != self.served:
+        if self.status == Status.OPTIMAL and self.bound != self.served:
             raise ValueError("status 'optimal' needs bound == served")
 
     @property
@@ -66,55 +69,110 @@ class Result:
         return self.evaluation.feasible
 
     @property
+    def verdict(self) -> Verdict:
+        """What we hold: a schedule the evaluator accepts or rejects, or none at all."""
+        if not self.scheduled:
+            return Verdict.NO_SCHEDULE
+        return Verdict.FEASIBLE if self.feasible else Verdict.INFEASIBLE
+
+    @property
     def served(self) -> int:
-        """Served users of a feasible schedule; 0 for errors (FORMATS.md)."""
-        return 0 if self.status == "error" else self.evaluation.served
+        """Served users of a feasible schedule; 0 for errors (docs/formats.md)."""
+        return 0 if self.status == Status.ERROR else self.evaluation.served
 
     @property
     def z(self) -> float:
         return self.schedule.z
-
-    def is_feasible(self) -> bool:
-        return self.feasible
 
     def gap(self) -> int | None:
         """Proved bound minus served, when there is a bound."""
         return None if self.bound is None else self.bound - self.served
 
     def summary(self) -> str:
-        """One line for humans."""
-        bound = "" if self.bound is None else f" bound={self.bound}"
-        lam = "" if self.lam is None else f" lambda={self.lam:g}"
-        tail = f" ({self.error})" if self.error else ""
-        return (
-            f"{self.solver}: {self.status} served={self.served}{bound} z={self.z:g}{lam} "
-            f"ad={self.evaluation.num_ad} sd={self.evaluation.num_sd} "
-            f"feasible={self.feasible} {self.runtime_s:.3f}s{tail}"
-        )
+        """One line for humans: status, served, bound, z, lambda, verdict, runtime."""
+        fields = {"status": self.status, "served": self.served, "bound": self.bound, "z": self.z}
+        fields |= {
+            "lambda": self.lam,
+            "feasible": self.feasible,
+            "runtime_s": self.runtime_s,
+            "error": self.error,
+        }
+        return summary_line(fields, self.solver)
 
     def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
-        """The FORMATS.md solution document."""
-        doc: dict[str, Any] = {
-            "schema": SOLUTION_SCHEMA,
-            "version": FORMAT_VERSION,
-            "instance": inst.name,
-            "instance_sha256": instance_sha256,
-            "solver": self.solver,
-            "options": dict(self.options),
-            "status": self.status,
-            "served": self.served,
-            "bound": self.bound,
-            "z": self.z,
-            "lambda": self.lam,
-            "assignment": self.schedule.assignment(inst),
-            "runtime_s": self.runtime_s,
-            "feasible": self.feasible,
-        }
-        if self.error is not None:
-            doc["error"] = self.error
-        if self.stats:
-            doc["stats"] = dict(self.stats)
-        return doc
+        """The docs/formats.md solution document."""
+        return solution_document(
+            inst.name,
+            instance_sha256,
+            self.solver,
+            self.options,
+            status=self.status,
+            served=self.served,
+            bound=self.bound,
+            z=self.z,
+            lam=self.lam,
+            assignment=self.schedule.assignment(inst),
+            runtime_s=self.runtime_s,
+            feasible=self.feasible,
+            termination=self.termination,
+            error=self.error,
+            stats=self.stats,
+        )
+
+
+def solution_document(
+    instance: str,
+    instance_sha256: str,
+    solver: str,
+    options: Mapping[str, Any],
+    *,
+    status: Status,
+    served: int,
+    bound: int | None,
+    z: float,
+    lam: float | None,
+    assignment: Mapping[str, str],
+    runtime_s: float,
+    feasible: bool,
+    termination: Termination,
+    error: str | None = None,
+    stats: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A solution document with the fields in their fixed order (docs/formats.md): its one writer."""
+    doc: dict[str, Any] = {
+        "schema": SOLUTION_SCHEMA,
+        "version": FORMAT_VERSION,
+        "instance": instance,
+        "instance_sha256": instance_sha256,
+        "solver": solver,
+        "options": dict(options),
+        "status": str(status),
+        "served": served,
+        "bound": bound,
+        "z": z,
+        "lambda": lam,
+        "assignment": dict(assignment),
+        "runtime_s": runtime_s,
+        "feasible": feasible,
+        "termination": str(termination),
+    }
+    if error is not None:
+        doc["error"] = error
+    if stats:
+        doc["stats"] = dict(stats)
+    return doc
+
+
+def summary_line(doc: Mapping[str, Any], label: str, users: int | None = None) -> str:
+    """The one-line summary of a solve, from its solution document's fields."""
+    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
+    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
+    of = f"/{users}" if users else ""
+    tail = f" ({doc['error']})" if doc.get("error") else ""
+    return (
+        f"{label}: {doc['status']} served={doc['served']}{of}{bound} z={doc['z']:g}{lam} "
+        f"feasible={str(doc['feasible']).lower()} {doc['runtime_s']:.3f}s{tail}"
+    )
 
 
 def make_result(
@@ -133,28 +191,26 @@ def make_result(
         problems.append(f"solver claims {out.objective} served, the evaluator counts {ev.served}")
     if out.bound is not None and ev.feasible and out.bound < ev.served:
         problems.append(f"solver's bound {out.bound} is below the evaluated {ev.served} served")
-    if out.status == "optimal" and out.bound is not None and out.bound != ev.served:
+    optimal = out.termination == Termination.OPTIMAL
+    if optimal and out.bound is not None and out.bound != ev.served:
         problems.append(
             f"solver claims optimality with bound {out.bound} but the schedule serves {ev.served}"
         )
-    status = out.status
     bound = out.bound
-    if status == "optimal" and bound is None:
+    if optimal and bound is None:
         bound = ev.served  # exact enumeration proves its own optimum
-    error = None
-    if problems:
-        status, error = "error", "; ".join(problems)
     return Result(
         solver=solver,
         options=dict(options),
-        status=status,
+        status=reported_status(out.termination, not problems),
         schedule=out.schedule,
         lam=out.lam,
         bound=bound,
         runtime_s=runtime_s,
         evaluation=ev,
         stats=dict(out.stats),
-        error=error,
+        error="; ".join(problems) if problems else None,
+        termination=out.termination,
     )
 
 
@@ -163,13 +219,17 @@ def unsolved_result(
     solver: str,
     options: Mapping[str, Any],
     runtime_s: float,
-    *,
-    error: str | None = None,
-    status: str = "error",
-    stats: Mapping[str, Any] | None = None,
+    termination: Termination,
+    message: str,
 ) -> Result:
-    """A solve that brought back no schedule (it raised, crashed or was killed): nobody served."""
+    """A solve that brought back no schedule (refused, crashed or killed): nobody served.
+
+    The message is the ``error`` of an ``error`` result; a solve killed past its time limit
+    is reported as ``time_limit`` and keeps it in ``stats["killed"]``.
+    """
     schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
+    status = reported_status(termination, claims_hold=True)
+    error = message if status == Status.ERROR else None
     return Result(
         solver=solver,
         options=dict(options),
@@ -179,13 +239,8 @@ def unsolved_result(
         bound=None,
         runtime_s=runtime_s,
         evaluation=evaluate(inst, schedule),
-        stats=dict(stats or {}),
+        stats={} if error is not None else {"killed": message},
         error=error,
+        termination=termination,
+        scheduled=False,
     )
-
-
-def error_result(
-    inst: Instance, solver: str, options: Mapping[str, Any], message: str, runtime_s: float
-) -> Result:
-    """A solve that raised: status ``error``, nobody served."""
-    return unsolved_result(inst, solver, options, runtime_s, error=message)

@@ -16,6 +16,7 @@ from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
+from balance_opt.status import Termination
 
 DOUBLES = {
     "test-empty": "tests.doubles:EmptySolver",
@@ -39,7 +40,9 @@ class EmptySolver(Solver):
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         time.sleep(self.options["sleep_s"])
-        return SolverOutput(Schedule.empty(instance.num_users, 1.0), "feasible", stats={"nodes": 7})
+        return SolverOutput(
+            Schedule.empty(instance.num_users, 1.0), Termination.COMPLETED, stats={"nodes": 7}
+        )
 
 
 class RaisingSolver(EmptySolver):
@@ -99,7 +102,7 @@ class InfeasibleSolver(EmptySolver):
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         modes = [1] * instance.num_users
-        return SolverOutput(Schedule(instance.server.z_grid[0], modes), "feasible")  # type: ignore[arg-type]
+        return SolverOutput(Schedule(instance.server.z_grid[0], modes), Termination.COMPLETED)  # type: ignore[arg-type]
 
 
 class PidSleepingSolver(EmptySolver):

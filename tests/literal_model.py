@@ -1,4 +1,4 @@
-"""The slow literal twin of balance_opt.model / evaluate: MODEL.md sections 2-6 as written.
+"""The slow literal twin of balance_opt.model / evaluate: docs/model.md sections 2-6 as written.
 
 Plain Python floats and loops: every decoding step ``l``, every SD iteration ``n`` and
 every drafting step, with per-user workloads summed one user at a time. No closed

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from balance_opt.errors import InputError
+from balance_opt.errors import SolveRefused
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
@@ -103,7 +103,7 @@ def test_p2_never_above_p1_and_both_deterministic(inst: Instance) -> None:
 def test_size_limit_and_force() -> None:
     inst = generate("fig4", users=MAX_USERS + 1, seed=3)
     for name in ("exhaustive", "exhaustive-p2"):
-        with pytest.raises(InputError, match="users"):
+        with pytest.raises(SolveRefused, match="users"):
             get_solver(name).solve(inst)
     # loose deadlines: every user is served at once, so the forced search is quick
     loose = inst.replace(deadline_s=np.full(inst.num_users, 60.0))

@@ -1,4 +1,4 @@
-"""The seeded generator and the profiles (MODEL.md section 10)."""
+"""The seeded generator and the profiles (docs/model.md section 10)."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def test_tight_memory_preset_binds() -> None:
 
 @pytest.mark.parametrize(("output_tokens", "percent"), [(200, 18.0), (600, 18.3), (1000, 18.6)])
 def test_fig1_sd_needs_more_memory(output_tokens: int, percent: float) -> None:
-    """Fig. 1(b): one user, 500 input tokens, SD at z=0 vs AD at z=1 (MODEL.md section 11)."""
+    """Fig. 1(b): one user, 500 input tokens, SD at z=0 vs AD at z=1 (docs/model.md section 11)."""
     inst = generate("fig1", output_tokens=output_tokens)
     assert inst.num_users == 1
     assert inst.input_tokens.tolist() == [500]

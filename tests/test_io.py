@@ -1,16 +1,18 @@
-"""File formats (FORMATS.md): every rule rejected with file, JSON path and rule; round trips."""
+"""File formats (docs/formats.md): every rule rejected with file, JSON path and rule; round trips."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
 from balance_opt.evaluate import Schedule, evaluate
-from balance_opt.instance import Instance
+from balance_opt.instance import Instance, InvalidInstance
 from balance_opt.io import (
     InputError,
     instance_bytes,
@@ -25,6 +27,7 @@ from balance_opt.io import (
     write_instance,
 )
 from balance_opt.result import SolverOutput, make_result
+from balance_opt.status import Termination
 from tests.strategies import small_instances
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -78,6 +81,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "distance-negative": ("users[0].distance_m", ">= 0"),
     "model-name-not-string": ("slm.name", "must be a string"),
     "solution-bad-status": ("status", "must be one of optimal, feasible, time_limit, error"),
+    "solution-bad-termination": ("termination", "must be one of optimal, completed, time_limit, infeasible"),
     "solution-bad-mode": ("assignment.u1", 'must be "ad", "sd" or "none"'),
     "solution-missing-user": ("assignment", "missing ['u1']"),
     "solution-unknown-user": ("assignment", "does not have"),
@@ -150,10 +154,41 @@ def test_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, inst: I
 def test_solution_document_of_a_result_validates(tmp_path: Path) -> None:
     inst = read_instance(TINY)
     schedule = Schedule(0.5, np.array([1, 2], dtype=np.int8))
-    result = make_result(inst, "hand", {}, SolverOutput(schedule, "feasible", objective=2), 0.01)
+    result = make_result(inst, "hand", {}, SolverOutput(schedule, Termination.COMPLETED, objective=2), 0.01)
     doc = result.to_solution(inst, sha256_bytes(read_bytes(TINY)))
     path = tmp_path / "sol.json"
     path.write_text(json.dumps(doc))
     back = read_solution(path, inst)
     assert back["served"] == evaluate(inst, schedule).served == 2
     assert back["feasible"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("acceptance-one", lambda t: t.replace(acceptance=np.array([0.5, 1.0]))),
+        ("deadline-negative", lambda t: t.replace(deadline_s=np.array([1.0, -1.0]))),
+        ("memory-zero", lambda t: t.replace(server=dataclasses.replace(t.server, memory_bytes=0.0))),
+        ("zero-heads", lambda t: t.replace(slm=dataclasses.replace(t.slm, heads=0))),
+        (
+            "grid-not-increasing",
+            lambda t: t.replace(server=dataclasses.replace(t.server, lambda_grid=(0.0, 0.5, 0.5))),
+        ),
+        ("distance-negative", lambda t: t.replace(distance_m=(-1.0, None))),
+        ("duplicate-user-id", lambda t: t.replace(user_ids=("u0", "u0"))),
+    ],
+)
+def test_constructors_apply_the_file_rules(name: str, change: Any) -> None:
+    """Instance.replace() (like the generator) is checked by the rules the file reader applies."""
+    with pytest.raises(InputError) as from_file:
+        read_instance(INVALID / f"{name}.json")
+    with pytest.raises(InvalidInstance) as built:
+        change(read_instance(TINY))
+    assert built.value.path == from_file.value.path
+    assert built.value.rule.split(", got")[0] == from_file.value.rule.split(", got")[0]
+
+
+def test_a_fractional_count_is_not_truncated() -> None:
+    with pytest.raises(InvalidInstance, match=r"users\[1\]\.output_tokens: must be an integer >= 1, got 2.5"):
+        read_instance(TINY).replace(output_tokens=np.array([3.0, 2.5]))
+    assert read_instance(TINY).replace(output_tokens=np.array([3.0, 2.0])).output_tokens.tolist() == [3, 2]

@@ -30,6 +30,7 @@ from balance_opt.solvers.milp.linear import BYTES_PER_MB, US_PER_S, Formulation
 from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState
+from balance_opt.status import Termination
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
@@ -410,7 +411,7 @@ def test_highs_unknown_status_is_retried_then_unproved(monkeypatch: pytest.Monke
     res = pyomo_backend.solve_highs(f, time_limit=None, threads=1, seed=3)
     assert seeds == [3, 4]
     assert res.exact
-    assert res.status == "optimal"
+    assert res.termination == Termination.OPTIMAL
 
     def always_unknown(form: Formulation, **kw: object) -> BackendResult:
         raise pyomo_backend._UnknownStop(None)
@@ -429,7 +430,7 @@ def test_cpsat_stopped_in_presolve_proves_nothing() -> None:
 
     f = build(generate("fig5", 70, seed=2), 0.5)
     res = solve_cpsat(with_rows(f, 27, []), time_limit=0.01, threads=8, seed=0)
-    assert res.status == "time_limit"
+    assert res.termination == Termination.TIME_LIMIT
     assert res.bound is None or res.bound >= 27
 
 
@@ -438,12 +439,12 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
     inst = generate("fig4", 12, seed=1)
 
     def stopped(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
-        return BackendResult("time_limit", None, 0.0, {}, True)
+        return BackendResult(Termination.TIME_LIMIT, None, 0.0, {}, True)
 
     from balance_opt.solvers.milp.z_sweep import search
 
     out = search(inst, stopped, time_limit=5.0, hint=None, options=SweepOptions(warm_start=False))
-    assert out.status == "time_limit"
+    assert out.termination == Termination.TIME_LIMIT
     assert out.bound is not None
     assert out.bound >= get_solver("exhaustive").solve(inst).served
 
@@ -458,7 +459,7 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     hint = Schedule(best.schedule.z, modes)
 
     def wrong(f: Formulation, limit: float | None, start: object, strict: bool) -> BackendResult:
-        return BackendResult("infeasible", None, None, {}, True)
+        return BackendResult(Termination.INFEASIBLE, None, None, {}, True)
 
     from balance_opt.solvers.milp.z_sweep import search
 
@@ -467,6 +468,6 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     z = f"{hint.z:g}"
     assert out.stats["z_models"][z]["wrong_proof"] == best.served - 2
     assert evaluate(inst, out.schedule).served == best.served - 1
-    assert out.status != "optimal"
+    assert out.termination != Termination.OPTIMAL
     assert out.bound is not None
     assert out.bound >= best.served

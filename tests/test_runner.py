@@ -96,10 +96,46 @@ def test_failures_become_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
         assert row["status"] == "error"
         assert "name: is required but missing" in row["error"]
     assert out.statuses["error"] == 3 * 2 + 5  # three failing doubles, and the broken file x 5
-    # every solution file is a valid FORMATS.md document; no temporary file is left behind
+    # every solution file is a valid docs/formats.md document; no temporary file is left behind
+    why: dict[tuple[str, str], str] = {}
+    fields: dict[tuple[str, str], list[str]] = {}
     for path in (tmp_path / "run" / "solutions").iterdir():
         assert path.suffix == ".json", path
-        read_solution(path)
+        doc = read_solution(path)
+        why[doc["run"]["stem"], doc["run"]["config"]] = doc["termination"]
+        fields[doc["run"]["stem"], doc["run"]["config"]] = list(doc)
+    # one writer: an unreadable instance's document has a crash's fields, in the same order
+    assert fields["broken", "test-raise"] == fields["fig4-K4-s0001", "test-raise"]
+    # the termination tells the failures apart: crashed, killed, refused (a bad file)
+    crashed = {c: "crashed" for c in ("test-raise", "test-exit", "test-sigkill")}
+    for config, termination in {**crashed, "test-sleep": "killed", "ad-only": "completed"}.items():
+        assert why["fig4-K4-s0001", config] == why["fig4-K4-s0002", config] == termination
+    assert why["broken", "test-raise"] == "refused"
+
+
+def test_the_two_status_axes() -> None:
+    """A schedule the evaluator rejects: the solver completed, the verdict is infeasible."""
+    from balance_opt.result import unsolved_result
+    from balance_opt.status import Status, Termination, Verdict
+
+    inst = generate("fig4", users=4, seed=1)
+    rejected = solvers.get_solver("test-infeasible").solve(inst)
+    assert (rejected.termination, rejected.verdict, rejected.status) == (
+        Termination.COMPLETED, Verdict.INFEASIBLE, Status.ERROR
+    )  # fmt: skip
+    assert rejected.to_solution(inst, "0" * 64)["termination"] == "completed"
+    ok = solvers.get_solver("ad-only").solve(inst)
+    assert (ok.termination, ok.verdict, ok.status) == ("completed", "feasible", "feasible")
+    killed = unsolved_result(inst, "x", {}, 1.0, Termination.KILLED, "killed after 1 s")
+    assert (killed.verdict, killed.status, killed.error, killed.served) == (
+        Verdict.NO_SCHEDULE,
+        "time_limit",
+        None,
+        0,
+    )
+    assert killed.stats == {"killed": "killed after 1 s"}
+    refused = unsolved_result(inst, "x", {}, 0.0, Termination.REFUSED, "too large")
+    assert (refused.status, refused.error) == ("error", "too large")
 
 
 def test_table_is_rebuilt_from_solution_files(tmp_path: Path) -> None:
@@ -329,9 +365,10 @@ def test_failed_solves_exit_0_unless_fail_on_error(
     assert "2 of 4 solves failed" in capsys.readouterr().err
     ok = ["solve", str(inst), "--solver", "ad-only", "--out", str(tmp_path / "ok"), "--fail-on-error"]
     assert cli.main(ok) == 0
-    killed = {"status": "time_limit", "stats": {"killed": "killed after 9 s"}}
+    killed = {"status": "time_limit", "termination": "killed", "stats": {"killed": "killed after 9 s"}}
     assert failed(killed)
-    assert not failed({"status": "time_limit", "stats": {"nodes": 3}})  # stopped itself, with its best
+    assert not failed({"status": "time_limit", "termination": "time_limit"})  # stopped itself, with its best
+    assert failed({"status": "error", "termination": "optimal"})  # a claim the evaluator rejects
     with pytest.raises(SystemExit):
         cli.main(["solve", "--help"])
     assert "Exit status: 0 when every pair has its row" in " ".join(capsys.readouterr().out.split())

@@ -23,6 +23,7 @@ from typing import Any
 
 from balance_opt.batch.pool import DEFAULT_GRACE_S, LocalPool
 from balance_opt.batch.task import Task, failed_doc
+from balance_opt.status import Termination
 
 INSTALL_HINT = 'dask is not installed; install it with: pip install "balance-opt[dask]"'
 CONNECT_TIMEOUT_S = 10.0
@@ -174,7 +175,7 @@ class DaskExecutor:
             if fut.status != "error" and refetches[id(task)] < MAX_REFETCHES:
                 refetches[id(task)] += 1
                 return None
-            return failed_doc(task, "error", f"dask task failed: {why}", 0.0)
+            return failed_doc(task, Termination.CRASHED, f"dask task failed: {why}", 0.0)
         return doc
 
 

@@ -1,6 +1,6 @@
 """The paper's experiments (Figs. 1, 4-7): sweeps, solves, reports beside the paper's numbers.
 
-Each sweep generates its instances (seeded, MODEL.md section 10), solves them in a run
+Each sweep generates its instances (seeded, docs/model.md section 10), solves them in a run
 folder ``OUT/runs/<sweep>`` (resumable: a rerun solves only what is missing) and each
 figure's report is built from that run's results table only. Figures that share a
 sweep (Fig. 4a and Fig. 7a, Fig. 4b and Fig. 7b) share its solves.
@@ -21,6 +21,7 @@ from typing import Any
 from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
+from balance_opt.status import SOLVED
 
 DEFAULT_SEEDS = 3
 DEFAULT_TIME_LIMIT_S = 300.0  # per solve of the exact reference (`exact` proves fig4 K = 70 in ~25 s)
@@ -134,7 +135,7 @@ def average_gains(sweep_table: Any, param: str, baselines: Sequence[str]) -> dic
 def fig6_numbers(df: Any) -> dict[str, float]:
     """Speedup of BALANCE over exhaustive search (mean of per-K runtime ratios, and at K = 16)
     and the average throughput loss ``(T_exhaustive - T_balance) / T_exhaustive`` over K."""
-    ok = df[df["status"].isin(["optimal", "feasible"])]
+    ok = df[df["status"].isin(SOLVED)]
     t = ok.pivot_table(index="K", columns="config", values="runtime_s", aggfunc="mean")
     thr = ok.assign(x=ok["served"] / ok["K"]).pivot_table(index="K", columns="config", values="x")
     if "balance" not in t or "exhaustive" not in t:

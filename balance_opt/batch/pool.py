@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from balance_opt.batch.task import Task, failed_doc
+from balance_opt.status import Termination
 
 Done = Callable[[Task, dict[str, Any]], None]
 
@@ -216,7 +217,7 @@ class LocalPool:
             s.proc.join(timeout=1)
             msg = f"worker process died ({_exit_text(s.proc.exitcode)}) while solving"
             s.task = None
-            on_done(task, failed_doc(task, "error", msg, elapsed))
+            on_done(task, failed_doc(task, Termination.CRASHED, msg, elapsed))
             return True
         deadline = kill_deadline(task, self.grace_s)
         if deadline is not None and elapsed > deadline:
@@ -225,6 +226,6 @@ class LocalPool:
             limit = task["config"]["time_limit_s"]
             msg = f"killed after {elapsed:.2f} s, past its {limit:g} s time limit"
             s.task = None
-            on_done(task, failed_doc(task, "time_limit", msg, elapsed))
+            on_done(task, failed_doc(task, Termination.KILLED, msg, elapsed))
             return True
         return False

@@ -22,6 +22,7 @@ from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.batch.runner import collect_instance_paths, read_instance_file, run_batch
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
+from balance_opt.status import Status
 
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.
@@ -137,7 +138,7 @@ def _compare(
     """Problems of one instance; returns its new reference row."""
     row: dict[str, Any] = {"exact_solver": exact}
     ex = docs[stem, "exact"]
-    optimum = ex["served"] if ex["status"] == "optimal" and ex["feasible"] else None
+    optimum = ex["served"] if ex["status"] == Status.OPTIMAL and ex["feasible"] else None
     row["optimum"] = optimum
     if optimum is None:
         why = f" ({ex['error']})" if ex.get("error") else ""
@@ -147,7 +148,7 @@ def _compare(
     for h in out.heuristics:
         doc = docs[stem, h]
         row[h] = doc["served"]
-        if doc["status"] == "error" or not doc["feasible"]:
+        if doc["status"] == Status.ERROR or not doc["feasible"]:
             why = doc.get("error") or "the evaluator rejects the schedule"
             out.problems.append(f"{stem}: {h} gives no feasible schedule: {why}")
             continue

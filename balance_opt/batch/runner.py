@@ -28,6 +28,7 @@ from balance_opt.io import (
     read_bytes,
     sha256_bytes,
 )
+from balance_opt.status import Status
 
 
 class Executor(Protocol):
@@ -97,7 +98,7 @@ def _is_done(path: Path, inst: InstanceFile, config: SolverConfig, retry_errors:
         return False
     run = doc.get("run") or {}
     same = doc.get("instance_sha256") == inst.sha256 and run.get("config_hash") == config.hash
-    return same and not (retry_errors and doc.get("status") == "error")
+    return same and not (retry_errors and doc.get("status") == Status.ERROR)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """One unit of batch work: solve one instance with one configuration, as plain data.
 
 Tasks and their answers are dicts of JSON-able values, so they cross process and
-machine boundaries (local worker pool, dask) unchanged. The answer is the FORMATS.md
+machine boundaries (local worker pool, dask) unchanged. The answer is the docs/formats.md
 solution document plus a ``run`` record (configuration, instance provenance, host,
 version): the solution file alone is enough to rebuild its results-table row.
 """
@@ -19,10 +19,12 @@ from typing import Any
 
 from balance_opt import __version__
 from balance_opt.batch.configs import SolverConfig, config_from_dict
-from balance_opt.errors import InputError
+from balance_opt.errors import InputError, SolveRefused
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA, instance_from_dict, parse_json
-from balance_opt.result import error_result, unsolved_result
+from balance_opt.io import instance_from_dict, parse_json
+from balance_opt.result import solution_document, unsolved_result
+from balance_opt.result import summary_line as result_summary
+from balance_opt.status import Status, Termination
 
 Task = dict[str, Any]
 
@@ -83,25 +85,24 @@ def _finish(doc: dict[str, Any], task: Task, inst: Instance | None) -> dict[str,
 
 
 def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
-    """An ``error`` solution for an instance file that could not be read."""
+    """An ``error`` solution for an instance file that could not be read (solve refused)."""
     cfg = config_from_dict(task["config"])
-    doc: dict[str, Any] = {
-        "schema": SOLUTION_SCHEMA,
-        "version": FORMAT_VERSION,
-        "instance": task["stem"],
-        "instance_sha256": task["sha256"],
-        "solver": cfg.solver,
-        "options": recorded_options(cfg),
-        "status": "error",
-        "served": 0,
-        "bound": None,
-        "z": 0.0,
-        "lambda": None,
-        "assignment": {},
-        "runtime_s": 0.0,
-        "feasible": False,
-        "error": message,
-    }
+    doc = solution_document(
+        task["stem"],
+        task["sha256"],
+        cfg.solver,
+        recorded_options(cfg),
+        status=Status.ERROR,
+        served=0,
+        bound=None,
+        z=0.0,
+        lam=None,
+        assignment={},
+        runtime_s=0.0,
+        feasible=False,
+        termination=Termination.REFUSED,
+        error=message,
+    )
     return _finish(doc, task, None)
 
 
@@ -113,19 +114,14 @@ def recorded_options(cfg: SolverConfig) -> dict[str, Any]:
     return out
 
 
-def failed_doc(task: Task, status: str, message: str, runtime_s: float) -> dict[str, Any]:
-    """An ``error`` or ``time_limit`` solution for a solve that raised, crashed or overran."""
+def failed_doc(task: Task, termination: Termination, message: str, runtime_s: float) -> dict[str, Any]:
+    """The solution of a solve that brought no schedule back (refused, crashed or killed)."""
     try:
         inst = load_task_instance(task)
     except InputError as exc:
         return bad_instance_doc(task, str(exc))
     cfg = config_from_dict(task["config"])
-    options = recorded_options(cfg)
-    if status == "error":
-        res = error_result(inst, cfg.solver, options, message, runtime_s)
-    else:
-        # Killed past its limit: no schedule came back, so nobody is served.
-        res = unsolved_result(inst, cfg.solver, options, runtime_s, status=status, stats={"killed": message})
+    res = unsolved_result(inst, cfg.solver, recorded_options(cfg), runtime_s, termination, message)
     return _finish(res.to_solution(inst, task["sha256"]), task, inst)
 
 
@@ -149,29 +145,18 @@ def solve_task(task: Task) -> dict[str, Any]:
             _REGISTRY[cfg.solver] = task["solver_target"]
         solver = get_solver(cfg.solver, **cfg.options)
         res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
-    except InputError as exc:
-        # The solver refused this instance (e.g. too large for exhaustive search): bad input,
-        # marked so that a single solve can exit with status 2.
-        res = error_result(inst, cfg.solver, recorded_options(cfg), str(exc), time.perf_counter() - start)
-        return {**_finish(res.to_solution(inst, task["sha256"]), task, inst), "error_kind": "input"}
+    except SolveRefused as exc:
+        # e.g. too large for exhaustive search: a single solve exits with status 2
+        return failed_doc(task, Termination.REFUSED, str(exc), time.perf_counter() - start)
     except Exception as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
         message = f"{type(exc).__name__}: {exc}{where}"
-        res = error_result(inst, cfg.solver, recorded_options(cfg), message, time.perf_counter() - start)
+        return failed_doc(task, Termination.CRASHED, message, time.perf_counter() - start)
     return _finish(res.to_solution(inst, task["sha256"]), task, inst)
 
 
 def summary_line(doc: Mapping[str, Any]) -> str:
     """One human line per solve (``solve`` without ``--out``)."""
     run = doc.get("run", {})
-    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
-    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
-    users = run.get("users")
-    of = f"/{users}" if users else ""
-    tail = f" ({doc['error']})" if doc.get("error") else ""
-    return (
-        f"{doc['instance']} {run.get('config', doc['solver'])}: {doc['status']} "
-        f"served={doc['served']}{of}{bound} z={doc['z']:g}{lam} feasible={str(doc['feasible']).lower()} "
-        f"{doc['runtime_s']:.3f}s{tail}"
-    )
+    return result_summary(doc, f"{doc['instance']} {run.get('config', doc['solver'])}", run.get("users"))

@@ -1,6 +1,6 @@
 """Fit ``alpha`` (s/FLOP) and ``beta`` (s/pass) of each model from measured passes.
 
-A row's workload is the model's own FLOP count for its phase (MODEL.md section 3, the
+A row's workload is the model's own FLOP count for its phase (docs/model.md section 3, the
 functions of :mod:`balance_opt.model`) times its batch:
 
 - prefill of ``L = new_tokens``: ``G_p(L)``

@@ -9,7 +9,7 @@ upload and download are left out here.
 
 Four constants, and the figure fixes three things. The fit therefore assumes:
 
-- ``alpha`` of both models is the datasheet value (MODEL.md section 10): the figure
+- ``alpha`` of both models is the datasheet value (docs/model.md section 10): the figure
   cannot pin it, since one user's passes are dominated by ``beta`` (at the fitted
   constants, alpha-terms are about 4 % of AD's latency);
 - acceptance 0.7, the midpoint of the paper's U[0.6, 0.8] (the figure does not state it);

@@ -74,7 +74,7 @@ def parse_row(row: dict[str, str], where: str, source: str) -> Timing:
     seconds = _seconds(row.get("seconds") or "")
     if seconds is None:
         raise fail("seconds", "must be a finite number > 0")
-    # The phase fixes the shape of the pass (MODEL.md section 3).
+    # The phase fixes the shape of the pass (docs/model.md section 3).
     if phase == "prefill" and context != 0:
         raise fail("context_tokens", "must be 0 for a prefill row")
     if phase == "decode" and new != 1:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from balance_opt.errors import UsageError
+from balance_opt.status import UNANSWERED, Status, Termination
 
 # Exit statuses beside the CLI's 0 / 1 / 2.
 CLUSTER_LOST = 3
@@ -81,8 +82,13 @@ def make_executor(args: argparse.Namespace) -> Any:
 
 
 def failed(doc: dict[str, Any]) -> bool:
-    """A solve that gave no answer of its own: it raised, crashed, or was killed past its limit."""
-    return doc["status"] == "error" or "killed" in (doc.get("stats") or {})
+    """A solve that gave no answer of its own (refused, crashed, killed) or one the evaluator rejects."""
+    return doc["status"] == Status.ERROR or doc.get("termination") in UNANSWERED
+
+
+def refused(doc: dict[str, Any]) -> bool:
+    """A solve refused before it started (bad instance file, solver declined): bad input."""
+    return doc.get("termination") == Termination.REFUSED
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -126,7 +132,7 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
     single = len(paths) == 1 and len(configs) == 1
 
     def show(doc: dict[str, Any]) -> None:
-        if single and doc.get("error_kind") == "input":
+        if single and refused(doc):
             return  # reported below as bad input
         if args.out is None and not args.json:
             from balance_opt.batch.task import summary_line
@@ -143,7 +149,7 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
         on_solution=show,
         retry_errors=args.retry_errors,
     )
-    if single and outcome.solutions[0].get("error_kind") == "input":
+    if single and refused(outcome.solutions[0]):
         # One solve that the solver refused (e.g. exhaustive search on a large K) is bad input.
         raise UsageError(outcome.solutions[0]["error"])
     if args.json:

@@ -1,4 +1,4 @@
-"""``balance-opt validate``: check instance and solution files against FORMATS.md."""
+"""``balance-opt validate``: check instance and solution files against docs/formats.md."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "validate",
         help="check instance or solution files",
-        description="Check each file against FORMATS.md and print 'FILE: ok (...)'. A bad file "
+        description="Check each file against docs/formats.md and print 'FILE: ok (...)'. A bad file "
         "gets one line on standard error naming the file, the JSON path and the rule; the exit "
         "status is then 2.",
     )

@@ -11,9 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from balance_opt.evaluate import Evaluation
-
-# Statuses that claim the schedule itself is feasible.
-FEASIBLE_STATUSES = ("optimal", "feasible")
+from balance_opt.status import SOLVED, Status
 
 
 def claim_mismatches(doc: Mapping[str, Any], ev: Evaluation) -> list[str]:
@@ -21,13 +19,13 @@ def claim_mismatches(doc: Mapping[str, Any], ev: Evaluation) -> list[str]:
     out: list[str] = []
     status = doc.get("status")
     # ``served`` counts the users given a mode, as the evaluator does, feasible or not.
-    if "served" in doc and status != "error" and doc["served"] != ev.served:
+    if "served" in doc and status != Status.ERROR and doc["served"] != ev.served:
         out.append(f"claims served {doc['served']}, the evaluator counts {ev.served}")
     if "feasible" in doc and doc["feasible"] != ev.feasible:
         out.append(
             f"claims feasible {str(doc['feasible']).lower()}, the evaluator says {str(ev.feasible).lower()}"
         )
-    if status in FEASIBLE_STATUSES and not ev.feasible:
+    if status in SOLVED and not ev.feasible:
         out.append(f'claims status "{status}", but the evaluator rejects the schedule')
     bound = doc.get("bound")
     if isinstance(bound, int) and not isinstance(bound, bool) and ev.feasible and bound < ev.served:

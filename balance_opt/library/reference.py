@@ -22,6 +22,7 @@ from typing import Any
 
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
+from balance_opt.status import Status
 
 HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
 LEDGER = "attempts.csv"
@@ -126,7 +127,7 @@ def _proofs(attempts: Sequence[Mapping[str, str]], value: int) -> dict[str, floa
     """``{solver: fastest seconds}`` of the attempts whose proved bound is ``value``."""
     out: dict[str, float] = {}
     for a in attempts:
-        if a["status"] != "error" and a["bound"] != "" and int(a["bound"]) == value:
+        if a["status"] != Status.ERROR and a["bound"] != "" and int(a["bound"]) == value:
             t = float(a["runtime_s"])
             out[a["solver"]] = min(t, out.get(a["solver"], t))
     return out
@@ -138,7 +139,7 @@ def reference_row(
     """One row of ``reference.csv``; raises ReferenceContradiction on a bound below a schedule."""
     current = [a for a in attempts if a["sha256"] == sha256]
     best_known = 0 if best is None else best.served
-    bounded = [a for a in current if a["status"] != "error" and a["bound"] != ""]
+    bounded = [a for a in current if a["status"] != Status.ERROR and a["bound"] != ""]
     bound, bound_by = users, "trivial"  # nobody proved better than K
     for a in sorted(bounded, key=lambda a: (int(a["bound"]), a["solver"])):
         bound, bound_by = int(a["bound"]), a["solver"]

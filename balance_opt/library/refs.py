@@ -38,6 +38,7 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
+from balance_opt.status import Status
 
 # Fields of a solver's document that are about the run, not the schedule: not stored.
 RUN_FIELDS = ("run", "stats")
@@ -93,7 +94,7 @@ class _Builder:
         self.ledger[stem, self.config.hash] = row
         write_ledger(self.folder, self.ledger.values())
         self.outcome.solved += 1
-        if doc["status"] != "error":
+        if doc["status"] != Status.ERROR:
             self._offer(stem, inst, sha, doc)
 
     def _offer(self, stem: str, inst: Instance, sha: str, doc: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from balance_opt.io import atomic_write
 from balance_opt.report import figures, stats
+from balance_opt.status import Status
 
 ABLATIONS = ("balance", "ecra", "ema", "ecrma")
 CONVENTIONS = f"""\
@@ -148,7 +149,7 @@ def build_report(
             "",
         ]
     gaps = stats.with_derived(df).dropna(subset=["gap_rel"])
-    if len(gaps[gaps["status"] != "optimal"]):
+    if len(gaps[gaps["status"] != Status.OPTIMAL]):
         parts += ["## Gaps to the proved optimum", ""]
         parts += [_figure(out, "gap-histogram", figures.plot_gap_histogram, df), ""]
     readme = out / "README.md"

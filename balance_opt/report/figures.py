@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from balance_opt.report import stats
+from balance_opt.status import Status
 
 RC: Any = {
     "svg.hashsalt": "balance-opt",
@@ -71,7 +72,7 @@ def plot_sweep(df: pd.DataFrame, param: str, configs: Sequence[str] | None = Non
 def plot_runtime_vs_users(df: pd.DataFrame, ax: Any = None) -> Any:
     """Median runtime against K, log scale (Fig. 6a)."""
     ax = _axes(ax)
-    ok = df[df["status"] != "error"]
+    ok = df[df["status"] != Status.ERROR]
     for i, (config, g) in enumerate(ok.groupby("config", sort=True)):
         med = g.groupby("K")["runtime_s"].median()
         ax.plot(med.index, med.to_numpy(), label=config, **_style(i))
@@ -122,7 +123,7 @@ def plot_gap_histogram(df: pd.DataFrame, ax: Any = None) -> Any:
     """Relative gap to the proved optimum, one histogram per non-exact configuration."""
     ax = _axes(ax)
     d = stats.with_derived(df).dropna(subset=["gap_rel"])
-    d = d[d["status"] != "optimal"]
+    d = d[d["status"] != Status.OPTIMAL]
     bins = np.linspace(0.0, max(0.05, float(d["gap_rel"].max()) if len(d) else 0.05), 21)
     groups = [(c, g["gap_rel"].to_numpy()) for c, g in d.groupby("config", sort=True)]
     if groups:

@@ -210,8 +210,8 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
         f"Seeds 1..{st.seeds} per sweep point; exact reference (`exact`) limited to {st.time_limit_s:g} s "
         f"per solve, exhaustive search to {max(st.time_limit_s, EXHAUSTIVE_TIME_LIMIT_S):g} s; "
         f"{st.jobs} solve(s) at once except Fig. 6 (runtimes: one at a time). The hardware "
-        "constants (MODEL.md section 10) are not the paper's measured ones, so our numbers need not equal "
-        "the paper's. Solves resume: rerunning the command solves only what is missing.",
+        "constants (docs/model.md section 10) are not the paper's measured ones, so our numbers "
+        "need not equal the paper's. Solves resume: rerunning the command solves only what is missing.",
         "",
         "Instances with a proved optimum (every gap column compares with these): " + ", ".join(proved) + ".",
         "",

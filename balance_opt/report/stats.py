@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from balance_opt.status import SOLVED, Status
+
 SGM_SHIFT_S = 1e-3
-SOLVED_STATUSES = ("optimal", "feasible")
 
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (
@@ -72,7 +73,7 @@ def with_derived(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``throughput``, ``optimum``, ``p2_opt``, gaps and ratios (per row)."""
     out = df.copy()
     out["throughput"] = out["served"].astype(float) / out["K"].astype(float)
-    optimal = out[out["status"] == "optimal"]
+    optimal = out[out["status"] == Status.OPTIMAL]
     opt = optimal.groupby("instance_sha256")["served"].max()
     out["optimum"] = out["instance_sha256"].map(opt).astype(float)
     p2 = out.dropna(subset=["p2_optimum"]).groupby("instance_sha256")["p2_optimum"].max()
@@ -87,7 +88,7 @@ def with_derived(df: pd.DataFrame) -> pd.DataFrame:
     out["gap_rel"] = np.where(out["optimum"] > 0, out["gap_abs"] / out["optimum"], np.nan)
     out["ratio"] = np.where(out["optimum"] > 0, served / out["optimum"], np.nan)
     out["ratio_p2"] = np.where(out["p2_opt"] > 0, served / out["p2_opt"], np.nan)
-    out["infeasible"] = (~out["feasible"].fillna(False).astype(bool)) & (out["status"] != "error")
+    out["infeasible"] = (~out["feasible"].fillna(False).astype(bool)) & (out["status"] != Status.ERROR)
     out["infeasible"] |= out["error"].fillna("").astype(str).str.contains("infeasible")
     return out
 
@@ -100,16 +101,16 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         m, lo, hi = mean_ci(g["throughput"])
         known = g.dropna(subset=["optimum"])
         known_p2 = g.dropna(subset=["p2_opt"])
-        timed = g[g["status"] != "error"]["runtime_s"]
+        timed = g[g["status"] != Status.ERROR]["runtime_s"]
         rows.append(
             {
                 "config": config,
                 "solver": ",".join(sorted(set(g["solver"].astype(str)))),
                 "rows": len(g),
-                "solved": int(g["status"].isin(SOLVED_STATUSES).sum()),
-                "optimal": int((g["status"] == "optimal").sum()),
-                "time_limit": int((g["status"] == "time_limit").sum()),
-                "error": int((g["status"] == "error").sum()),
+                "solved": int(g["status"].isin(SOLVED).sum()),
+                "optimal": int((g["status"] == Status.OPTIMAL).sum()),
+                "time_limit": int((g["status"] == Status.TIME_LIMIT).sum()),
+                "error": int((g["status"] == Status.ERROR).sum()),
                 "infeasible": int(g["infeasible"].sum()),
                 "throughput_mean": m,
                 "throughput_ci_low": lo,
@@ -171,7 +172,7 @@ def performance_profile(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     A row that is not ``optimal`` or ``feasible`` counts as unsolved (ratio infinity).
     Only instances every configuration ran are kept.
     """
-    t = df.assign(t=np.where(df["status"].isin(SOLVED_STATUSES), df["runtime_s"].astype(float), np.inf))
+    t = df.assign(t=np.where(df["status"].isin(SOLVED), df["runtime_s"].astype(float), np.inf))
     wide = t.pivot_table(index="instance_sha256", columns="config", values="t", aggfunc="min").dropna()
     best = wide.replace(np.inf, np.nan).min(axis=1).clip(lower=1e-9)
     ratios = wide.div(best, axis=0).replace(np.nan, np.inf)

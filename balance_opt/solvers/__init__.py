@@ -12,7 +12,7 @@ from typing import Any, Literal
 from balance_opt.errors import SolverUnavailable
 from balance_opt.solvers.base import Solver
 
-# name -> "module:class"; FORMATS.md fixes the public names.
+# name -> "module:class"; docs/formats.md fixes the public names.
 _REGISTRY: dict[str, str] = {
     "balance": "balance_opt.solvers.heuristic.solvers:BalanceSolver",
     "balance-literal": "balance_opt.solvers.heuristic.solvers:LiteralBalanceSolver",

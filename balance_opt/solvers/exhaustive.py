@@ -1,6 +1,6 @@
 """Exact search over every z and every one of the 3^K assignments, with exact pruning.
 
-``exhaustive`` solves P1, ``exhaustive-p2`` solves P2 (MODEL.md section 6). Both judge
+``exhaustive`` solves P1, ``exhaustive-p2`` solves P2 (docs/model.md section 6). Both judge
 a schedule with the evaluator's own pieces: :func:`balance_opt.model.ad_mode` and
 :func:`~balance_opt.model.sd_mode` for latency and KV bytes, and the evaluator's
 comparisons ``completion > T (1 + REL_TOL)`` and ``memory > Q (1 + REL_TOL)``.
@@ -33,13 +33,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.errors import InputError
+from balance_opt.errors import SolveRefused
 from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.primitives import memory_split
+from balance_opt.status import Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
 # 10^8 beyond K = 16, the largest K of the paper's Fig. 6.
@@ -249,11 +250,9 @@ def _search_all(
 
 def _check_size(inst: Instance, force: bool) -> None:
     if inst.num_users > MAX_USERS and not force:
-        raise InputError(
-            inst.name,
-            "users",
-            f"{inst.num_users} users is above the exhaustive search limit of {MAX_USERS} "
-            "(3^K assignments); pass force=True to search anyway",
+        raise SolveRefused(
+            f"{inst.name}: users: {inst.num_users} users is above the exhaustive search limit of "
+            f"{MAX_USERS} (3^K assignments); pass force=True to search anyway"
         )
 
 
@@ -271,7 +270,7 @@ class ExhaustiveSolver(Solver):
         out = _search_all(instance, pairs, time_limit)
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            status="optimal" if out.complete else "time_limit",
+            termination=Termination.OPTIMAL if out.complete else Termination.TIME_LIMIT,
             lam=None,
             bound=out.bound,
             objective=out.served,
@@ -302,7 +301,7 @@ class ExhaustiveP2Solver(Solver):
             stats["p2_bound"] = out.bound
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            status="feasible" if out.complete else "time_limit",
+            termination=Termination.COMPLETED if out.complete else Termination.TIME_LIMIT,
             lam=out.lam,
             bound=None,
             objective=out.served,

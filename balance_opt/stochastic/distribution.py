@@ -3,7 +3,7 @@
 In every SD iteration the LLM checks the user's ``LD`` drafts in order and accepts
 each with probability ``A`` until the first rejection, so the accepted count ``G``
 has ``P(G >= j) = A^j`` for ``j <= LD`` and the iteration emits ``G + 1`` tokens
-(``E[G] = LA``, MODEL.md section 2). The iteration count ``N`` is the first ``n`` at
+(``E[G] = LA``, docs/model.md section 2). The iteration count ``N`` is the first ``n`` at
 which the emitted tokens reach ``LO``; a dynamic program over the tokens emitted so
 far gives its distribution exactly.
 """

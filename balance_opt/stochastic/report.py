@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from balance_opt.io import atomic_write
+from balance_opt.status import Status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -217,7 +218,7 @@ def write_report(df: pd.DataFrame, st: Settings) -> Path:
 def _introduction(df: pd.DataFrame, st: Settings) -> list[str]:
     """The README's title, how it was built and its setup section."""
     ref = df[df["role"] == "reference"]
-    proved = int((ref["status"] == "optimal").sum())
+    proved = int((ref["status"] == Status.OPTIMAL).sum())
     label = (
         f"proved optimal in all {proved} solves"
         if proved == len(ref)

@@ -3,7 +3,7 @@
 The random model (docs/stochastic.md): in every SD iteration each active user's drafts
 are accepted one by one with probability ``A_k`` until the first rejection; a user is
 active until its emitted tokens reach its output length. The realized SD batch then
-follows MODEL.md section 5 with the realized counts: the active set of iteration ``n``
+follows docs/model.md section 5 with the realized counts: the active set of iteration ``n``
 is the users with ``n <= N_k``, the batch runs ``max N_k`` iterations, and the prefix
 before iteration ``n >= 2`` is ``L3`` plus the most tokens any active user has emitted
 so far, minus one. AD is deterministic. Every trial is simulated at once: the loop

@@ -19,6 +19,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
+from balance_opt.status import Termination
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
 
@@ -82,8 +83,9 @@ def solve_exact(
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": st.per_z,
     }
-    status = "optimal" if bound == served else ("feasible" if proved else "time_limit")
-    return SolverOutput(search.inc.schedule, status, bound=bound, objective=served, stats=stats)
+    ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
+    stop = Termination.OPTIMAL if bound == served else ended
+    return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
 
 
 __all__ = ["ExactSolver", "solve_exact"]

@@ -1,4 +1,4 @@
-"""Algorithms 1-3 written out literally (MODEL.md section 7): the reference implementation.
+"""Algorithms 1-3 written out literally (docs/model.md section 7): the reference implementation.
 
 Every max-length tuple is visited in lexicographic ascending order, the candidate set is
 filtered with exactly the stated comparisons, sorted by ``(c_k, k)``, and ``d*`` is found

@@ -1,4 +1,4 @@
-"""BALANCE (Algorithm 3) and its baselines and ablations as registered solvers (MODEL.md 8).
+"""BALANCE (Algorithm 3) and its baselines and ablations as registered solvers (docs/model.md section 8).
 
 Each solver is Algorithm 3 on a pair of grids: the instance's own (``balance``), or
 fixed ones (``ad-only``: Z = {1}, Lambda = {1}; ``sd-only``: Z = {0}, Lambda = {0};
@@ -21,6 +21,7 @@ from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.literal import balance_literal
+from balance_opt.status import Termination
 
 Implementation = Literal["fast", "literal"]
 IMPLEMENTATIONS: tuple[Implementation, ...] = ("fast", "literal")
@@ -64,7 +65,7 @@ class _Algorithm3Solver(Solver):
         stats = {**outcome.stats, "implementation": self.implementation}
         return SolverOutput(
             schedule=outcome.schedule(instance),
-            status="feasible",
+            termination=Termination.COMPLETED,
             lam=outcome.lam,
             bound=None,
             objective=outcome.served,

@@ -8,7 +8,7 @@ user's latency and memory contributions are ordered the same way, so the cheapes
 prefix is optimal). The *rank* of a user set U in a mode is that optimum over U.
 
 Ranks are computed on a *relaxed* copy of the instance (deadlines and memory scaled by
-``1 + 2e-9``, twice MODEL.md's tolerance): Algorithms 1 and 2 compare without
+``1 + 2e-9``, twice the model's tolerance, docs/model.md section 6): Algorithms 1 and 2 compare without
 tolerance, so on the relaxed copy every P1-feasible set stays feasible, and a rank is
 an upper bound whatever the floating-point order of the sums.
 
@@ -244,7 +244,7 @@ def least_memory(
 
 
 def split_free_memory(inst: Instance, z: float) -> float:
-    """``F(z)`` loosened past MODEL.md's tolerance: ``F (1 + 2e-9) + 2e-9 Q`` bytes."""
+    """``F(z)`` loosened past the model's tolerance: ``F (1 + 2e-9) + 2e-9 Q`` bytes."""
     return inst.free_memory(z) * (1.0 + RANK_SLACK) + RANK_SLACK * inst.server.memory_bytes
 
 

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import COUNT, MEMORY, TIME, TOKENS, Formulation
+from balance_opt.status import Termination
 
 # Integer units per formulation unit: 10 ns per time unit (us), kB per MB.
 SCALE = {TIME: 1e2, MEMORY: 1e3, TOKENS: 1.0, COUNT: 1.0}
@@ -123,16 +124,29 @@ def solve_cpsat(
         "rounding": rounding,
     }
     exact = rounding == "relaxed"
-    if code == cp_model.INFEASIBLE:
-        return BackendResult("infeasible", None, None, stats, exact)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
-        raise RuntimeError(f"CP-SAT returned {solver.status_name(code)} on the z={f.z:g} model")
+    stop = _termination(solver, code, f.z)
+    if stop == Termination.INFEASIBLE:
+        return BackendResult(stop, None, None, stats, exact)
     bound = float(solver.best_objective_bound) if rounding == "relaxed" else None
     if code == cp_model.UNKNOWN:
         # stopped before any bound was derived (e.g. in presolve), CP-SAT reports 0
         if bound is not None and (solver.num_branches == 0 or not math.isfinite(bound)):
             bound = None
-        return BackendResult("time_limit", None, bound, stats, exact)
+        return BackendResult(stop, None, bound, stats, exact)
     values = np.array([solver.value(x) / _var_scale(f, i) for i, x in enumerate(xs)], dtype=np.float64)
-    status = "optimal" if code == cp_model.OPTIMAL else "time_limit"
-    return BackendResult(status, values, bound, stats, exact)
+    return BackendResult(stop, values, bound, stats, exact)
+
+
+def _termination(solver: Any, code: Any, z: float) -> Termination:
+    """CP-SAT's status through the one table; an invalid model is a bug, raised."""
+    from ortools.sat.python import cp_model
+
+    table = {
+        cp_model.OPTIMAL: Termination.OPTIMAL,
+        cp_model.FEASIBLE: Termination.TIME_LIMIT,  # a solution, stopped before the proof
+        cp_model.UNKNOWN: Termination.TIME_LIMIT,  # stopped before any solution
+        cp_model.INFEASIBLE: Termination.INFEASIBLE,
+    }
+    if code not in table:
+        raise RuntimeError(f"CP-SAT returned {solver.status_name(code)} on the z={z:g} model")
+    return table[code]

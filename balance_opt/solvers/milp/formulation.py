@@ -1,4 +1,4 @@
-"""P1 for one compute fraction z as a backend-neutral MILP (MODEL.md sections 4-6).
+"""P1 for one compute fraction z as a backend-neutral MILP (docs/model.md sections 4-6).
 
 One description of variables and linear rows, translated to Pyomo (big-M rows) and to
 CP-SAT (``only_enforce_if``), so the two backends cannot drift apart. ``docs/milp.md``
@@ -12,7 +12,7 @@ length) is valid too, and it makes the big-M of each candidate row small:
 ``M_j = sum_k (coefficient with padding to LI_j - own coefficient)``.
 
 Units: time rows in microseconds, memory rows in megabytes (1e6 B), token counts as is.
-The right-hand sides carry MODEL.md's relative tolerance (``T (1 + 1e-9)``), so the
+The right-hand sides carry the model's relative tolerance (docs/model.md section 6) (``T (1 + 1e-9)``), so the
 model's feasible set is exactly the evaluator's.
 """
 
@@ -38,13 +38,14 @@ from balance_opt.solvers.milp.linear import (
     Hull,
     Selector,
 )
+from balance_opt.status import Termination
 
 
 @dataclass
 class BackendResult:
     """What one backend solve of one formulation found."""
 
-    status: str  # "optimal" | "infeasible" | "time_limit"
+    termination: Termination  # OPTIMAL, INFEASIBLE or TIME_LIMIT
     values: NDArray[np.float64] | None  # solution vector (formulation order), if any
     bound: float | None  # proved upper bound on the objective, if any
     stats: dict[str, Any]

@@ -20,14 +20,25 @@ from numpy.typing import NDArray
 
 from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import Formulation
+from balance_opt.status import Termination
 
 # HiGHS's default feasibility tolerances are 1e-6 / 1e-7 absolute; in microseconds and
-# megabytes that is far below MODEL.md's 1e-9 relative slack, and tighter integrality
-# keeps big-M rows from leaking (a leak is caught by the evaluator anyway).
+# megabytes that is far below the model's 1e-9 relative slack (docs/model.md section 6),
+# and tighter integrality keeps big-M rows from leaking (the evaluator would catch a leak).
 HIGHS_OPTIONS: dict[str, Any] = {
     "mip_feasibility_tolerance": 1e-9,
     "primal_feasibility_tolerance": 1e-9,
     "output_flag": False,
+}
+
+# Pyomo's termination conditions (by name: Pyomo is imported only when solving) through
+# the one table; "unknown" is retried (see solve_highs) and anything else is raised.
+_TERMINATIONS: dict[str, Termination] = {
+    "convergenceCriteriaSatisfied": Termination.OPTIMAL,
+    "provenInfeasible": Termination.INFEASIBLE,
+    "infeasibleOrUnbounded": Termination.INFEASIBLE,
+    "maxTimeLimit": Termination.TIME_LIMIT,
+    "iterationLimit": Termination.TIME_LIMIT,
 }
 
 
@@ -102,7 +113,7 @@ def solve_highs(
     try:
         return _solve_highs_once(f, time_limit=time_limit, threads=threads, seed=seed + 1, start=start)
     except _UnknownStop as stop:
-        return BackendResult("time_limit", stop.values, None, {"highs_unknown": True}, exact=False)
+        return BackendResult(Termination.TIME_LIMIT, stop.values, None, {"highs_unknown": True}, exact=False)
 
 
 _scheduler_threads: list[int] = []  # thread count HiGHS's global scheduler was started with
@@ -168,18 +179,13 @@ def _solve_highs_once(
     if has_solution:
         primals = res.solution_loader.get_vars()
         values = np.array([float(primals[m.v[v.name]]) for v in f.vars])
-    if tc == TerminationCondition.convergenceCriteriaSatisfied:
-        status = "optimal"
-    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        status = "infeasible"
-    elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
-        status = "time_limit"
-    elif tc == TerminationCondition.unknown:
+    if tc == TerminationCondition.unknown:
         raise _UnknownStop(values)
-    else:
+    stop = _TERMINATIONS.get(tc.name)
+    if stop is None:
         raise RuntimeError(f"HiGHS stopped with {tc} on the z={f.z:g} model")
     bound = res.objective_bound
-    if status == "optimal" and values is not None:
+    if stop == Termination.OPTIMAL and values is not None:
         bound = float(res.incumbent_objective) if bound is None else bound
     if bound is not None and not math.isfinite(bound):
         bound = None
@@ -187,7 +193,7 @@ def _solve_highs_once(
     nodes = getattr(extra, "mip_node_count", None) if extra is not None else None
     lp_iterations = getattr(extra, "simplex_iteration_count", None) if extra is not None else None
     stats = {"nodes": nodes, "lp_iterations": lp_iterations, "warm_start": warm}
-    return BackendResult(status, values, None if bound is None else float(bound), stats)
+    return BackendResult(stop, values, None if bound is None else float(bound), stats)
 
 
 def _set_start(opt: Any, m: Any, f: Formulation, start: NDArray[np.float64]) -> bool:

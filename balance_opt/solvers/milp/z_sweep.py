@@ -39,6 +39,7 @@ from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
+from balance_opt.status import Termination
 
 # backend(f, time_limit, start, strict) -> BackendResult; ``strict`` after a rejection
 Backend = Callable[[Formulation, float | None, NDArray[np.float64] | None, bool], BackendResult]
@@ -123,12 +124,13 @@ def search(
     inc = _sweep(inst, backend, states, order, inc, deadline, options)
     bound = max([inc.served, *(st.bound for st in states.values())])
     all_done = all(st.done for st in states.values())
-    status = "optimal" if bound == inc.served else ("time_limit" if not all_done else "feasible")
+    ended = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
+    stop = Termination.OPTIMAL if bound == inc.served else ended
     stats = {
         "incumbent_source": inc.source,
         "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
     }
-    return SolverOutput(inc.schedule, status, None, bound, inc.objective, stats)
+    return SolverOutput(inc.schedule, stop, None, bound, inc.objective, stats)
 
 
 def _bound_every_z(
@@ -332,11 +334,11 @@ def _solve_model(
             proved = math.floor(res.bound + BOUND_EPS)
             # a stopped solve whose bound is below the cutoff has proved nothing: a real
             # proof of that ends as "infeasible" (CP-SAT stopped in presolve reports 0)
-            if res.status != "time_limit" or proved >= cutoff:
+            if res.termination != Termination.TIME_LIMIT or proved >= cutoff:
                 bounds.append(max(cutoff - 1, proved))
-        if res.exact and res.status == "infeasible":
+        if res.exact and res.termination == Termination.INFEASIBLE:
             bounds.append(cutoff - 1)
-        timed_out = res.status == "time_limit"
+        timed_out = res.termination == Termination.TIME_LIMIT
         if res.values is None:
             break
         sched = f.schedule(res.values, inst.num_users)
