@@ -20,6 +20,7 @@ from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver, SolverUnavailable
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
+HEURISTIC_SHARE = 0.3  # of a time limit, at most this goes to the warm-start heuristic
 
 
 class ExactSolver(Solver):
@@ -55,9 +56,9 @@ def solve_exact(
     search = BoxSearch(inst, incumbent, deadline)
     if hint is not None:
         search.offer(hint)
-    if warm_start:
-        heuristic = balance_fast(inst, grid, inst.server.lambda_grid)
-        search.offer(heuristic.schedule(inst))
+    if warm_start:  # under a limit, leave most of it to the bounds and the search
+        until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
+        search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst))
     proved = True
     for z in grid:
         if search.out_of_time():
@@ -80,6 +81,7 @@ def solve_exact(
         "setup_s": round(setup, 4),
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": st.per_z,
+        "trace": [list(t) for t in st.trace],  # (seconds, served, bound) whenever either changes
     }
     status = "optimal" if bound == served else ("feasible" if proved else "time_limit")
     return SolverOutput(search.inc.schedule, status, bound=bound, objective=served, stats=stats)
