@@ -103,6 +103,9 @@ def test_every_box_bounds_its_schedules(inst: Instance, data: st.DataObject) -> 
     assert bp.quick >= best
     assert count_bound(solve(bp.program, integer=False).bound) >= best
     assert count_bound(solve(bp.program, integer=True).bound) >= best
+    t = zd.terms(box, RELAX)  # the search's LP: one HiGHS object per z, as in the search
+    cap_a, cap_s, _ = caps(inst, t)
+    assert count_bound(WarmLp(zd).solve(t, cap_a, cap_s, None)[0]) >= best
     rp = zd.program(box, RESTRICT)
     point = solve(rp.program, integer=True)
     if point.values is not None:

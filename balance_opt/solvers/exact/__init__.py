@@ -22,6 +22,7 @@ from balance_opt.solvers.base import Solver
 from balance_opt.status import Termination
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
+HEURISTIC_SHARE = 0.3  # of a time limit, at most this goes to the warm-start heuristic
 
 
 class ExactSolver(Solver):
@@ -57,9 +58,9 @@ def solve_exact(
     search = BoxSearch(inst, incumbent, deadline)
     if hint is not None:
         search.offer(hint)
-    if warm_start:
-        heuristic = balance_fast(inst, grid, inst.server.lambda_grid)
-        search.offer(heuristic.schedule(inst))
+    if warm_start:  # under a limit, leave most of it to the bounds and the search
+        until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
+        search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst))
     proved = True
     for z in grid:
         if search.out_of_time():
@@ -82,6 +83,7 @@ def solve_exact(
         "setup_s": round(setup, 4),
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": st.per_z,
+        "trace": [list(t) for t in st.trace],  # (seconds, served, bound) whenever either changes
     }
     ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == served else ended

@@ -207,14 +207,16 @@ class ModeCaps:
         )
 
     def row(self, levels: FloatArray) -> tuple[FloatArray, float]:
-        """The level row ``sum b - sum_{n>=1} (cap(v_n) - cap(v_{n-1})) h_n <= cap(v_0)``:
-        the weights of the levels ``h`` and the right-hand side. For a schedule with
+        """The level row ``sum b - sum_n (cap(v_n) - cap(v_{n-1})) h_n <= 0`` (``cap(v_{-1})
+        = 0``): the weights of the levels ``h`` and the right-hand side. For a schedule with
         maximum key ``v_j`` the levels up to j are 1 and the rest 0, so it reads
-        ``sum b <= cap(v_j)``: the count and the maximum bound each other in the LP."""
+        ``sum b <= cap(v_j)``; with the mode empty every level may be 0. The count and the
+        maximum bound each other in the LP, and a fractional count pays for its levels.
+        Levels below every candidate's key get weight 0, so extra levels change nothing."""
         at = self.at(levels).astype(np.float64)
         if at.size == 0:
             return np.zeros(0), 0.0
-        return -np.concatenate(([0.0], np.diff(at))), float(at[0])
+        return -np.diff(np.concatenate(([0.0], at))), 0.0
 
 
 def caps(inst: Instance, t: Terms) -> tuple[ModeCaps, ModeCaps, int]:

@@ -99,7 +99,13 @@ class BoxSearch:
     # --- setup ----------------------------------------------------------------------
 
     def add_z(self, z: float) -> None:
-        """Single-mode optima of z, then its root box."""
+        """Single-mode optima of z, and its root box bounded by their sum (no LP yet).
+
+        The AD users of any schedule of z form a schedule of AD alone with at most all of
+        ``F(z)``, and likewise SD, so each mode's exact optimum alone (``caps``) bounds
+        its share and their sum bounds every box of z: a proved bound for z from the
+        first pass, before any LP.
+        """
         start = time.perf_counter()
         zd = ZData(self.inst, z)
         self.zdata[z] = zd
@@ -112,26 +118,31 @@ class BoxSearch:
         root = zd.root()
         value = None
         if root is not None:
-            self.lps[z] = WarmLp(zd)
-            value = self._push(z, root, 0, None)
+            both = min(caps[AD_MODE] + caps[SD_MODE], int(np.union1d(zd.ad, zd.sd).size))
+            value = self._push(z, root, 0, None, ceiling=both, lp=False)
         self.stats.per_z[f"{z:g}"] = {
             "eligible_ad": int(zd.ad.size),
             "eligible_sd": int(zd.sd.size),
             "caps": caps,
-            "root_lp": value,
+            "root_bound": value,
             "setup_s": round(time.perf_counter() - start, 4),
         }
 
-    def _push(self, z: float, box: Box, depth: int, basis: Any) -> int | float:
-        """Bound ``box`` by its quick count, then its relaxed LP started from the parent's
-        basis; keep it open when it can beat the incumbent."""
+    def _push(
+        self, z: float, box: Box, depth: int, basis: Any, ceiling: float = math.inf, lp: bool = True
+    ) -> int | float:
+        """Bound ``box`` by ``ceiling`` (its parent's bound), its quick count, then its
+        relaxed LP started from the parent's basis; keep it open when it can beat the
+        incumbent. Without ``lp`` the LP waits until the box is split."""
         t = self.zdata[z].terms(box, RELAX)
         cap_a, cap_s, quick = caps(self.inst, t)
-        value: int | float = quick
-        if value > self.inc.served:
+        value: int | float = min(quick, ceiling)
+        if lp and value > self.inc.served:
             self.stats.lps += 1
-            lp, basis = self.lps[z].solve(t, cap_a, cap_s, basis)
-            value = min(value, count_bound(lp))
+            if z not in self.lps:
+                self.lps[z] = WarmLp(self.zdata[z])
+            lp_value, basis = self.lps[z].solve(t, cap_a, cap_s, basis)
+            value = min(value, count_bound(lp_value))
         if value > self.inc.served:
             heapq.heappush(self.heap, (-int(value), -depth, next(self._tick), z, box, basis))
         else:
@@ -149,6 +160,7 @@ class BoxSearch:
                 self.heap.clear()
                 break
             if self.out_of_time():
+                self._record(-neg)
                 return False
             heapq.heappop(self.heap)
             self.stats.boxes += 1
@@ -158,7 +170,8 @@ class BoxSearch:
                 self._leaf(z, box, -depth)
             else:
                 for child in _halves(box, dim):
-                    self._push(z, child, 1 - depth, basis)
+                    self._push(z, child, 1 - depth, basis, ceiling=-neg)
+        self._record(0)
         return True
 
     def _leaf(self, z: float, box: Box, depth: int) -> None:
@@ -172,7 +185,7 @@ class BoxSearch:
         lo, hi = box[DIMS.index("L4")]
         if hi > lo:
             for child in _halves(box, DIMS.index("L4")):
-                self._push(z, child, depth + 1, None)
+                self._push(z, child, depth + 1, None, ceiling=top)
         else:
             self.outside.append(top)  # rounding at the edge: keep the bound, honestly open
 

@@ -17,6 +17,7 @@ only skips work that cannot change that answer (docs/algorithms.md, "The fast im
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -280,8 +281,14 @@ class _SdSearch:
 # --- Algorithm 3 ---------------------------------------------------------------------
 
 
-def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float]) -> BalanceOutcome:
-    """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast."""
+def balance_fast(
+    inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float], until: float | None = None
+) -> BalanceOutcome:
+    """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast.
+
+    With ``until`` (a ``time.perf_counter()`` value) the z values left when it passes are
+    skipped: the best schedule of the z values done (an exact solver's warm start).
+    """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)
     stats = _Counters()
@@ -289,6 +296,8 @@ def balance_fast(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[flo
     best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
     everyone = np.arange(K)
     for z in z_grid if K else ():
+        if until is not None and time.perf_counter() > until:
+            break
         # same z and same AD set with no more SD memory: D2 cannot grow, the total cannot win
         seen: dict[tuple[int, ...], float] = {}
         active = [lam for lam in lam_grid if z != 0.0 and lam != 0.0]
