@@ -176,3 +176,19 @@ def test_warm_lp_equals_a_fresh_program(inst: Instance, data: st.DataObject) -> 
         # two simplex runs of one LP agree within HiGHS's tolerances, well inside BOUND_EPS
         assert warm == pytest.approx(fresh, abs=BOUND_EPS / 2) or (math.isinf(warm) and math.isinf(fresh))
         basis = next_basis if next_basis is not None else basis
+
+
+def test_trace_is_the_anytime_profile() -> None:
+    """The trace only ever improves, and ends at the result's served count and bound."""
+    from benchmarks.bench_anytime import first_within
+
+    res = get_solver("exact").solve(generate("fig5", 14, seed=2))
+    trace = res.stats["trace"]
+    assert trace, "a solve records at least its final state"
+    seconds, served, bounds = zip(*trace, strict=True)
+    assert list(seconds) == sorted(seconds)
+    assert list(served) == sorted(served) and list(bounds) == sorted(bounds, reverse=True)
+    assert all(b >= s for s, b in zip(served, bounds, strict=True))
+    assert (served[-1], bounds[-1]) == (res.served, res.bound)
+    assert first_within([[0.5, 10, 20], [1.0, 12, 14], [2.0, 13, 13]], 2) == 1.0
+    assert first_within(trace, 0) == (seconds[-1] if res.status == "optimal" else None)
