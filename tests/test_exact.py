@@ -187,7 +187,8 @@ def test_trace_is_the_anytime_profile() -> None:
     assert trace, "a solve records at least its final state"
     seconds, served, bounds = zip(*trace, strict=True)
     assert list(seconds) == sorted(seconds)
-    assert list(served) == sorted(served) and list(bounds) == sorted(bounds, reverse=True)
+    assert list(served) == sorted(served)
+    assert list(bounds) == sorted(bounds, reverse=True)
     assert all(b >= s for s, b in zip(served, bounds, strict=True))
     assert (served[-1], bounds[-1]) == (res.served, res.bound)
     assert first_within([[0.5, 10, 20], [1.0, 12, 14], [2.0, 13, 13]], 2) == 1.0
