@@ -75,9 +75,11 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
         statuses = Counter(r["status"] for r in ref.values())
         classes = Counter(r["class"] for r in ref.values())
         trivial = sum(r["bound_by"] == "trivial" for r in ref.values())
+        one = sum(r["status"] != "optimal" and r["bound"] == r["best_known"] for r in ref.values())
         lines += [
             f"Now: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))} "
             f"({', '.join(f'{n} {c}' for c, n in sorted(classes.items()))}); "
+            f"{one} open instance(s) have an optimum proved by one solver (waiting for a second proof); "
             f"{trivial} instance(s) have only the trivial bound K (no solver has proved a smaller one yet).",
             "",
         ]
