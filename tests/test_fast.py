@@ -275,3 +275,14 @@ def test_nobody_served_defaults_to_first_pair() -> None:
     inst = _base(3).replace(deadline_s=np.full(3, 1e-4))
     out = fast.balance_fast(inst, (0.2, 0.6), (0.3, 0.9))
     assert (out.z, out.lam, out.ad, out.sd) == (0.2, 0.3, (), ())
+
+
+def test_until_stops_taking_z_values() -> None:
+    """A deadline already passed leaves the empty outcome; one far ahead changes nothing."""
+    inst = generate("fig4", 12, seed=3)
+    z_grid, lam_grid = inst.server.z_grid, inst.server.lambda_grid
+    full = fast.balance_fast(inst, z_grid, lam_grid)
+    assert fast.balance_fast(inst, z_grid, lam_grid, until=math.inf) == full
+    stopped = fast.balance_fast(inst, z_grid, lam_grid, until=0.0)
+    assert (stopped.ad, stopped.sd) == ((), ())
+    assert full.ad or full.sd

@@ -12,6 +12,7 @@ import pandas as pd
 from balance_opt.io import atomic_write
 from balance_opt.report import figures, stats
 from balance_opt.report.build import build_report, markdown_table
+from balance_opt.status import Status
 
 if TYPE_CHECKING:
     from balance_opt.batch.experiments import Experiment, Settings, Sweep
@@ -169,7 +170,7 @@ def report_experiment(exp: Experiment, sweep: Sweep, configs: Sequence[str], st:
     ]
     build_report(df, st.out / exp.name, title=exp.title, command=st.command, sources=[f"runs/{sweep.name}"],
                  sections=sections)  # fmt: skip
-    optimal = df[df["status"] == "optimal"]["instance_sha256"]
+    optimal = df[df["status"] == Status.OPTIMAL]["instance_sha256"]
     return {**numbers, "instances": int(df["instance_sha256"].nunique()), "proved": int(optimal.nunique())}
 
 
