@@ -189,3 +189,39 @@ def sd_mode(inst: Instance, served: NDArray[np.bool_], z: float) -> ModeCost:
     fixed = (n_max + 1) * inst.llm.beta_s + n_max * ld * inst.slm.beta_s
     kv = float(sd_user_memory(inst, L3, L4, N).sum())
     return ModeCost(tau_up + compute + fixed, tau_up, compute, fixed, kv)
+
+
+# --- one user alone (eligibility) ------------------------------------------------------
+
+
+def ad_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
+    """Latency (17) and KV bytes (15) of each user served alone in AD at ``z > 0``:
+    ``ad_mode`` of every singleton at once (its own input is the padding)."""
+    li = inst.input_tokens.astype(np.float64)
+    lo = inst.output_tokens.astype(np.float64)
+    compute = inst.llm.alpha_s_per_flop * ad_compute_flops(inst, li, lo) / z  # type: ignore[arg-type]
+    latency = inst.upload_s + compute + lo * inst.llm.beta_s
+    return latency, np.asarray(ad_user_memory(inst, li, lo))  # type: ignore[arg-type]
+
+
+def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
+    """Latency (19) and KV bytes (16) of each user served alone in SD at ``z < 1``:
+    ``sd_mode`` of every singleton at once, iterations ``n = 1..N_k`` as a masked table."""
+    w = 1.0 - z
+    ld = inst.server.draft_length
+    l3 = inst.input_tokens.astype(np.float64)[:, None]
+    l4 = inst.accepted_drafts.astype(np.float64)[:, None]
+    nk = inst.sd_iterations.astype(np.int64)
+    n = np.arange(1, int(nk.max()) + 1, dtype=np.float64)[None, :]
+    P = sd_prefix(l3, l4, n)  # type: ignore[arg-type]
+    slm = decode_flops_sum(inst.slm, P, np.where(n == 1, ld - 1, ld))
+    llm = verify_flops(inst.llm, P, np.where(n == 1, ld, ld + 1))
+    per_iter = (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
+    iterations = np.where(n <= nk[:, None], per_iter, 0.0).sum(axis=1)
+    prefill = (
+        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, l3[:, 0])
+        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, l3[:, 0])
+    ) / w
+    fixed = (nk + 1) * inst.llm.beta_s + nk * ld * inst.slm.beta_s
+    latency = inst.upload_s + prefill + iterations + fixed
+    return latency, np.asarray(sd_user_memory(inst, l3[:, 0], l4[:, 0], nk))  # type: ignore[arg-type]

@@ -240,3 +240,33 @@ def test_rank_of_the_missing_mode_is_zero(z: float) -> None:
     assert ranks.rank(present, range(8)) == one_mode_optimum(
         inst, z, SD if z == 0.0 else AD, list(range(8)), None
     )
+
+
+def eligible_by_evaluator(inst: Instance, z: float) -> tuple[list[int], list[int]]:
+    """The slow twin of ``eligible_users``: every singleton judged by the evaluator."""
+    out: tuple[list[int], list[int]] = ([], [])
+    for mode, users in ((AD, out[0]), (SD, out[1])):
+        for u in range(inst.num_users):
+            modes = np.zeros(inst.num_users, dtype=np.int8)
+            modes[u] = mode
+            if evaluate(inst, Schedule(z, modes)).feasible:
+                users.append(u)
+    return out
+
+
+@FAST
+@given(small_instances(), st.data())
+def test_eligible_users_match_the_evaluator(inst: Instance, data: st.DataObject) -> None:
+    """Also with deadlines placed at a user's own completion time, where only the
+    evaluator's tolerance decides."""
+    z = data.draw(st.sampled_from(inst.server.z_grid))
+    if data.draw(st.booleans()) and 0.0 < z < 1.0:
+        mode = data.draw(st.sampled_from([AD, SD]))
+        deadlines = inst.deadline_s.copy()
+        for u in range(inst.num_users):
+            modes = np.zeros(inst.num_users, dtype=np.int8)
+            modes[u] = mode
+            ev = evaluate(inst, Schedule(z, modes))
+            deadlines[u] = ev.completion_s[u] * data.draw(st.sampled_from([1.0, 1.0 - 1e-9, 1.0 + 1e-9]))
+        inst = inst.replace(deadline_s=deadlines)
+    assert eligible_users(inst, z) == eligible_by_evaluator(inst, z)

@@ -265,3 +265,16 @@ def test_evaluate_matches_literal_on_generated_instances(data: st.DataObject) ->
     assert _close(ev.t_ad, verdict.t_ad)
     assert _close(ev.t_sd, verdict.t_sd)
     assert _close(ev.memory_bytes, verdict.memory)
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_instances(), st.sampled_from([0.1, 0.3, 0.5, 0.9]))
+def test_alone_tables_match_each_singleton(inst: Instance, z: float) -> None:
+    """``ad_alone`` / ``sd_alone`` give each user's mode cost when served alone."""
+    tables = {AD: model.ad_alone(inst, z), SD: model.sd_alone(inst, z)}
+    for mode, fn in ((AD, model.ad_mode), (SD, model.sd_mode)):
+        latency, kv = tables[mode]
+        for u in range(inst.num_users):
+            one = fn(inst, np.arange(inst.num_users) == u, z)
+            assert latency[u] == pytest.approx(one.latency_s, rel=1e-12)
+            assert kv[u] == pytest.approx(one.kv_bytes, rel=1e-12)

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from balance_opt.evaluate import AD, REL_TOL, SD, Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import decode_flops_sum, prefill_flops, sd_user_costs
+from balance_opt.model import ad_alone, decode_flops_sum, prefill_flops, sd_alone, sd_user_costs
 from balance_opt.solvers.milp.linear import (
     BYTES_PER_MB,
     COUNT,
@@ -52,23 +52,38 @@ class BackendResult:
     exact: bool = True  # bound and infeasibility hold for every P1 schedule of the model
 
 
+EDGE = 1e-7  # relative distance to a limit within which the evaluator decides eligibility
+
+
 def eligible_users(inst: Instance, z: float) -> tuple[list[int], list[int]]:
     """Users that can be served alone in AD, resp. SD, at z (latency and memory).
 
     Latency and memory only grow when users are added (all maxima and sums are
     monotone), so a user who fails alone fails in every schedule: fixing its binary to
-    0 keeps the model exact.
+    0 keeps the model exact. Every singleton is computed at once (``ad_alone``,
+    ``sd_alone``); one within ``EDGE`` of a limit is judged by the evaluator itself, so
+    float order can never decide eligibility.
     """
-    k = inst.num_users
-    ad: list[int] = []
-    sd: list[int] = []
-    for mode, out in ((AD, ad), (SD, sd)):
-        for u in range(k):
-            modes = np.zeros(k, dtype=np.int8)
-            modes[u] = mode
-            if evaluate(inst, Schedule(z, modes)).feasible:
-                out.append(u)
-    return ad, sd
+    out: tuple[list[int], list[int]] = ([], [])
+    weights = inst.llm_weight_bytes + (inst.slm_weight_bytes if z < 1.0 else 0.0)
+    cap = inst.server.memory_bytes * (1.0 + REL_TOL)  # (21d)
+    for mode, alone, users, possible in ((AD, ad_alone, out[0], z > 0.0), (SD, sd_alone, out[1], z < 1.0)):
+        if not possible:  # D7: the mode has no compute
+            continue
+        latency, kv = alone(inst, z)
+        late = (latency + inst.download_s) / (inst.deadline_s * (1.0 + REL_TOL)) - 1.0  # (20), (21c)
+        margin = np.maximum(late, (weights + kv) / cap - 1.0)
+        for u in np.flatnonzero(margin <= EDGE).tolist():
+            if margin[u] < -EDGE or _alone_feasible(inst, z, mode, u):
+                users.append(u)
+    return out
+
+
+def _alone_feasible(inst: Instance, z: float, mode: int, user: int) -> bool:
+    """The evaluator's verdict on ``user`` served alone in ``mode`` at z."""
+    modes = np.zeros(inst.num_users, dtype=np.int8)
+    modes[user] = mode
+    return evaluate(inst, Schedule(z, modes)).feasible
 
 
 def time_rhs_us(inst: Instance, users: list[int]) -> FloatArray:
