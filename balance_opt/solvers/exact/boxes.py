@@ -74,14 +74,19 @@ class ZData:
             "L3": np.unique(li[self.sd]),
             "L4": np.unique(la[self.sd]),
         }
-        if self.root() is not None:
-            self._tables()
+        self._tables()
 
     def _tables(self) -> None:
-        """Costs per padding value: AD ``c[j, k]`` at ``L1 = L1v[j]``; SD affine in L4."""
+        """Costs per padding value: AD ``c[j, k]`` at ``L1 = L1v[j]``; SD affine in L4.
+        (A mode without eligible users gets empty tables: z = 0 gives AD no compute.)"""
         inst, z = self.inst, self.z
         fn: Any = ad_user_costs  # elementwise: broadcasting gives each entry its value
-        self.ad_cost = np.asarray(fn(inst, self.values["L1"][:, None], inst.output_tokens[None, :], z))
+        self.ad_cost = np.zeros((0, inst.num_users))
+        self.sd_cost0 = self.sd_cost1 = np.zeros((0, inst.num_users))
+        if self.ad.size:
+            self.ad_cost = np.asarray(fn(inst, self.values["L1"][:, None], inst.output_tokens[None, :], z))
+        if self.sd.size == 0:
+            return
         n = inst.sd_iterations
         l3 = self.values["L3"]
         base = np.stack([sd_user_costs(inst, float(v), 0.0, n, z) for v in l3])
@@ -89,11 +94,15 @@ class ZData:
         # the share (30) is affine in L4 (the prefixes (10) are); the bound slack covers rounding
         self.sd_cost0, self.sd_cost1 = base, unit - base
 
+    def full(self) -> Box:
+        """Every value of every threshold (an empty range ``(0, -1)`` for a mode without users)."""
+        return tuple((0, len(self.values[d]) - 1) for d in DIMS)
+
     def root(self) -> Box | None:
         """The box of every schedule with both modes non-empty; None when there is none."""
         if self.ad.size == 0 or self.sd.size == 0 or self.z in (0.0, 1.0):
             return None
-        return tuple((0, len(self.values[d]) - 1) for d in DIMS)
+        return self.full()
 
     def program(self, box: Box, side: Side, upload: bool = True) -> BoxProgram:
         """The box's program, its columns and a quick count bound.

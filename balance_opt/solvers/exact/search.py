@@ -17,6 +17,7 @@ import heapq
 import itertools
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, Side, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
+from balance_opt.solvers.exact.memory import z_bounds
 from balance_opt.solvers.exact.warm_lp import WarmLp
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
@@ -60,16 +62,27 @@ class Stats:
 class BoxSearch:
     """The search state: incumbent, open boxes, proved bounds outside the boxes."""
 
-    def __init__(self, inst: Instance, incumbent: Incumbent, deadline: float | None) -> None:
+    def __init__(
+        self, inst: Instance, incumbent: Incumbent, deadline: float | None, threads: int = 1
+    ) -> None:
         self.inst, self.inc, self.deadline = inst, incumbent, deadline
         self.heap: list[tuple[int, int, int, float, Box, Any]] = []  # ..., z, box, parent basis
         self.zdata: dict[float, ZData] = {}
-        self.lps: dict[float, WarmLp] = {}
+        # two LPs per z: the first and the second half of a split, whichever thread bounds
+        # them, so the sequence of solves of each HiGHS object (and so every result) does
+        # not depend on ``threads``
+        self.lps: dict[tuple[float, int], WarmLp] = {}
+        self.pool = ThreadPoolExecutor(max_workers=1) if threads > 1 else None
         self.outside: list[int] = []  # single-mode optima and unresolved leaves: bounds as they are
         self.stats = Stats()
         self._tick = itertools.count()
         self._start = time.perf_counter()
         self._last = (-1, -1)
+
+    def close(self) -> None:
+        """Stop the helper thread, if any."""
+        if self.pool is not None:
+            self.pool.shutdown()
 
     def _record(self, top: int) -> None:
         """Append (seconds, served, bound) to the trace whenever either changes."""
@@ -99,55 +112,77 @@ class BoxSearch:
     # --- setup ----------------------------------------------------------------------
 
     def add_z(self, z: float) -> None:
-        """Single-mode optima of z, and its root box bounded by their sum (no LP yet).
+        """Single-mode bounds of z, and its root box bounded by their sum (no LP yet).
 
         The AD users of any schedule of z form a schedule of AD alone with at most all of
-        ``F(z)``, and likewise SD, so each mode's exact optimum alone (``caps``) bounds
-        its share and their sum bounds every box of z: a proved bound for z from the
-        first pass, before any LP.
+        ``F(z)``, and likewise SD, so each mode's most users alone bounds its share and
+        their sum bounds every box of z; so does the most users both modes fit into the
+        memory they share (:func:`.memory.z_bounds`): a proved bound for z from the first
+        pass, before any LP. Where a mode's cap exceeds the incumbent, it is replaced by
+        the mode's exact optimum (``Ranks``), whose schedule is offered to the incumbent.
         """
         start = time.perf_counter()
         zd = ZData(self.inst, z)
         self.zdata[z] = zd
-        ranks = Ranks(self.inst, z)
-        caps = {AD_MODE: ranks.rank(AD_MODE, zd.ad.tolist()), SD_MODE: ranks.rank(SD_MODE, zd.sd.tolist())}
-        for mode, lam in ((AD_MODE, 1.0), (SD_MODE, 0.0)):
-            if caps[mode] > self.inc.served:  # the exact single-mode schedule (Prop. 4, 5)
+        cap_a, cap_s, memory = z_bounds(zd)
+        caps = {AD_MODE: cap_a, SD_MODE: cap_s}
+        ranks = None
+        for mode, lam, users in ((AD_MODE, 1.0, zd.ad), (SD_MODE, 0.0, zd.sd)):
+            if caps[mode] > self.inc.served:  # it counts: the exact optimum and its schedule (Prop. 4, 5)
+                ranks = ranks or Ranks(self.inst, z)
+                caps[mode] = min(caps[mode], ranks.rank(mode, users.tolist()))
                 self.offer(balance_fast(self.inst, [z], [lam]).schedule(self.inst))
         self.outside.append(max(caps.values()))
         root = zd.root()
         value = None
         if root is not None:
-            both = min(caps[AD_MODE] + caps[SD_MODE], int(np.union1d(zd.ad, zd.sd).size))
-            value = self._push(z, root, 0, None, ceiling=both, lp=False)
+            both = min(caps[AD_MODE] + caps[SD_MODE], memory, int(np.union1d(zd.ad, zd.sd).size))
+            value = self._bound(z, root, None, both, False, 0)[0]
+            self._keep(z, root, 0, value, None)
         self.stats.per_z[f"{z:g}"] = {
             "eligible_ad": int(zd.ad.size),
             "eligible_sd": int(zd.sd.size),
             "caps": caps,
+            "memory_bound": memory,
             "root_bound": value,
             "setup_s": round(time.perf_counter() - start, 4),
         }
 
-    def _push(
-        self, z: float, box: Box, depth: int, basis: Any, ceiling: float = math.inf, lp: bool = True
-    ) -> int | float:
-        """Bound ``box`` by ``ceiling`` (its parent's bound), its quick count, then its
-        relaxed LP started from the parent's basis; keep it open when it can beat the
-        incumbent. Without ``lp`` the LP waits until the box is split."""
+    def _bound(
+        self, z: float, box: Box, basis: Any, ceiling: float, lp: bool, slot: int
+    ) -> tuple[int | float, Any, bool]:
+        """``box``'s bound: ``ceiling`` (its parent's bound), its quick count, then its
+        relaxed LP on the z's LP ``slot`` started from the parent's basis; the basis to
+        start its own halves from, and whether an LP was solved. Without ``lp`` the LP
+        waits until the box is split. Safe beside another slot's call: it only reads the
+        search state."""
         t = self.zdata[z].terms(box, RELAX)
         cap_a, cap_s, quick = caps(self.inst, t)
         value: int | float = min(quick, ceiling)
         if lp and value > self.inc.served:
-            self.stats.lps += 1
-            if z not in self.lps:
-                self.lps[z] = WarmLp(self.zdata[z])
-            lp_value, basis = self.lps[z].solve(t, cap_a, cap_s, basis)
-            value = min(value, count_bound(lp_value))
+            lp_value, basis = self.lps[z, slot].solve(t, cap_a, cap_s, basis)
+            return min(value, count_bound(lp_value)), basis, True
+        return value, basis, False
+
+    def _keep(self, z: float, box: Box, depth: int, value: int | float, basis: Any) -> None:
         if value > self.inc.served:
             heapq.heappush(self.heap, (-int(value), -depth, next(self._tick), z, box, basis))
         else:
             self.stats.pruned += 1
-        return value
+
+    def _split(self, z: float, box: Box, dim: int, depth: int, basis: Any, ceiling: float) -> None:
+        """Bound both halves of ``box`` (at once when a second thread is there) and keep them."""
+        for slot in (0, 1):
+            if (z, slot) not in self.lps:
+                self.lps[z, slot] = WarmLp(self.zdata[z])
+        first, second = _halves(box, dim)
+        pool = self.pool
+        later = None if pool is None else pool.submit(self._bound, z, second, basis, ceiling, True, 1)
+        bounds = [self._bound(z, first, basis, ceiling, True, 0)]
+        bounds.append(self._bound(z, second, basis, ceiling, True, 1) if later is None else later.result())
+        for half, (value, half_basis, solved) in zip((first, second), bounds, strict=True):
+            self.stats.lps += solved
+            self._keep(z, half, depth, value, half_basis)
 
     # --- the loop -------------------------------------------------------------------
 
@@ -169,8 +204,7 @@ class BoxSearch:
             if dim is None:
                 self._leaf(z, box, -depth)
             else:
-                for child in _halves(box, dim):
-                    self._push(z, child, 1 - depth, basis, ceiling=-neg)
+                self._split(z, box, dim, 1 - depth, basis, -neg)
         self._record(0)
         return True
 
@@ -184,8 +218,7 @@ class BoxSearch:
             return
         lo, hi = box[DIMS.index("L4")]
         if hi > lo:
-            for child in _halves(box, DIMS.index("L4")):
-                self._push(z, child, depth + 1, None, ceiling=top)
+            self._split(z, box, DIMS.index("L4"), depth + 1, None, top)
         else:
             self.outside.append(top)  # rounding at the edge: keep the bound, honestly open
 

@@ -1,0 +1,116 @@
+"""The least KV memory of a feasible one-mode set of each size, and the bound it gives
+when both modes share the free memory (21d).
+
+Fix one mode's thresholds: for AD the tightest limit ``DA`` and the padding ``L1``, for
+SD ``DS``, ``L3`` and ``L4``. Every candidate's time cost ((26), (30)) and KV bytes
+((15), (16)) then grow with its own length key (``LO`` for AD, ``N`` for SD), and the
+mode's fixed term grows with the largest key (``beta^L L2`` (17), ``(beta^L + LD
+beta^S) Nmax`` (19)). So the n candidates with the smallest keys are at once the
+cheapest, the lightest and the smallest maximum: when any n-set of these thresholds
+fits in time, this prefix fits too, with no more memory. The least memory of a feasible
+n-set of a box is therefore at least the smallest prefix memory over the box's
+thresholds where the prefix fits (uploads left out: a relaxation). The AD and SD users
+of a schedule need ``least_AD(a) + least_SD(s) <= room`` together, which bounds
+``a + s`` where the single-mode caps (each with all of the memory) do not see it.
+
+Every limit value of the box is visited, with every padding value at once (one row
+each). ``L4`` is taken as one range: the candidates of its high end at the costs and
+memory of its low end, a relaxation (visiting every ``L4`` value as well cost four
+times as much and lowered the bound of one z in nine, by one, at fig5 K = 70 seed 1).
+The search uses these once per z (:func:`z_bounds`); per box, even with one limit
+value standing for all, they cost more time than the LPs they saved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from balance_opt.instance import FloatArray
+from balance_opt.model import sd_user_memory
+from balance_opt.solvers.exact.boxes import Box, ZData
+
+
+def _prefix_least(
+    key: Any, cost: FloatArray, mem: FloatArray, member: Any, budget: float, per_key: float, out: FloatArray
+) -> None:
+    """Fold into ``out[n]`` the least prefix memory of n members that fits, over the rows
+    (one padding value each) of ``cost`` / ``mem`` / ``member``; columns sorted by ``key``."""
+    spent = np.cumsum(np.where(member, cost, 0.0), axis=1)
+    held = np.cumsum(np.where(member, mem, 0.0), axis=1)
+    count = np.cumsum(member, axis=1)
+    fits = member & (spent + per_key * key[None, :] <= budget)
+    np.minimum.at(out, count[fits], held[fits])
+
+
+def least_ad(zd: ZData, box: Box) -> FloatArray:
+    """``out[n]``: a lower bound on the KV bytes of any time-feasible n-user AD set of
+    ``box`` (``inf`` where there is none; ``out[0] = 0``)."""
+    inst, v = zd.inst, zd.values
+    (da0, da1), (l10, l11) = box[0], box[1]
+    lo_all = inst.output_tokens
+    out = np.full(zd.ad.size + 1, np.inf)
+    out[0] = 0.0
+    if zd.ad.size == 0:
+        return out
+    for i in range(da0, da1 + 1):
+        users = zd.ad[(zd.limit[zd.ad] >= v["DA"][i]) & (inst.input_tokens[zd.ad] <= v["L1"][l11])]
+        if users.size == 0:
+            continue
+        users = users[np.argsort(lo_all[users], kind="stable")]
+        budget = zd.loose[zd.ad][zd.limit[zd.ad] == v["DA"][i]].max()
+        rows = np.arange(l10, l11 + 1)
+        l1 = v["L1"][rows]
+        member = inst.input_tokens[users][None, :] <= l1[:, None]
+        cost = zd.ad_cost[np.ix_(rows, users)]
+        mem = (l1[:, None] + lo_all[users][None, :]) * inst.llm_kv_bytes_per_token  # (15)
+        _prefix_least(lo_all[users], cost, mem, member, budget, inst.llm.beta_s, out)
+    return out
+
+
+def least_sd(zd: ZData, box: Box) -> FloatArray:
+    """As :func:`least_ad` for SD: thresholds ``DS``, ``L3``, ``L4``; key ``N``."""
+    inst, v = zd.inst, zd.values
+    (ds0, ds1), (l30, l31), (l40, l41) = box[2], box[3], box[4]
+    per_key = inst.llm.beta_s + inst.server.draft_length * inst.slm.beta_s
+    nk = inst.sd_iterations
+    out = np.full(zd.sd.size + 1, np.inf)
+    out[0] = 0.0
+    if zd.sd.size == 0:
+        return out
+    rows = np.arange(l30, l31 + 1)
+    l3 = v["L3"][rows]
+    l4 = float(v["L4"][l40])  # costs and memory at the low end, candidates of the high end
+    for i in range(ds0, ds1 + 1):
+        ok = (zd.limit[zd.sd] >= v["DS"][i]) & (inst.input_tokens[zd.sd] <= v["L3"][l31])
+        users = zd.sd[ok & (inst.accepted_drafts[zd.sd] <= v["L4"][l41])]
+        if users.size == 0:
+            continue
+        users = users[np.argsort(nk[users], kind="stable")]
+        budget = zd.loose[zd.sd][zd.limit[zd.sd] == v["DS"][i]].max() - inst.llm.beta_s
+        member = inst.input_tokens[users][None, :] <= l3[:, None]
+        cost = zd.sd_cost0[np.ix_(rows, users)] + l4 * zd.sd_cost1[np.ix_(rows, users)]
+        mem_fn: Any = sd_user_memory  # elementwise: broadcasting gives each entry its value
+        mem = np.asarray(mem_fn(inst, l3[:, None], l4, nk[users][None, :]))  # (16)
+        _prefix_least(nk[users], cost, mem, member, budget, per_key, out)
+    return out
+
+
+def most_within(least: FloatArray, room: float) -> int:
+    """The largest n with ``least[n] <= room``: a bound on one mode's users alone."""
+    return int(np.flatnonzero(least <= room).max())
+
+
+def z_bounds(zd: ZData) -> tuple[int, int, int]:
+    """Per z: each mode's most users alone (with all of the memory; the exact optima of
+    Propositions 4 and 5 but for the uploads left out) and the most users of both modes
+    together under the shared memory (every limit value visited)."""
+    box = zd.full()
+    la, ls = least_ad(zd, box), least_sd(zd, box)
+    cap_a, cap_s = most_within(la, zd.memory_loose), most_within(ls, zd.memory_loose)
+    a, s = np.nonzero(np.add.outer(la[: cap_a + 1], ls[: cap_s + 1]) <= zd.memory_loose)
+    return cap_a, cap_s, int((a + s).max())
+
+
+__all__ = ["least_ad", "least_sd", "most_within", "z_bounds"]

@@ -1,0 +1,95 @@
+"""The least-memory curves and per-z bounds of ``exact`` (balance_opt.solvers.exact.memory)
+against enumeration of every schedule of small instances with the evaluator."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.instance import Instance
+from balance_opt.solvers.exact.boxes import ZData
+from balance_opt.solvers.exact.memory import least_ad, least_sd, z_bounds
+from tests.strategies import small_instances
+from tests.test_exact import _box_of
+from tests.test_milp import cases
+
+FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _kv(inst: Instance, modes: np.ndarray, z: float) -> float | None:
+    """KV bytes of a schedule, or None when the evaluator rejects it."""
+    ev = evaluate(inst, Schedule(z, modes))
+    return ev.ad.kv_bytes + ev.sd.kv_bytes if ev.feasible else None
+
+
+@FAST
+@given(cases(max_users=6) | small_instances(max_users=6, tight_memory=True), st.data())
+def test_least_memory_is_below_every_feasible_set_of_the_box(inst: Instance, data: st.DataObject) -> None:
+    """For every feasible one-mode set whose thresholds lie in a random box, the curve
+    at its size is at most its KV bytes."""
+    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
+    zd = ZData(inst, z)
+    full = zd.full()
+    box = tuple(
+        tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi)))))
+        if hi >= lo
+        else (lo, hi)
+        for lo, hi in full
+    )
+    curves = {AD: least_ad(zd, box), SD: least_sd(zd, box)}
+    checked = 0
+    for mode, users, dims in ((AD, zd.ad, (0, 1)), (SD, zd.sd, (2, 3, 4))):
+        for n in range(1, users.size + 1):
+            for chosen in itertools.combinations(users.tolist(), n):
+                modes = np.zeros(inst.num_users, dtype=np.int8)
+                modes[list(chosen)] = mode
+                kv = _kv(inst, modes, z)
+                if kv is None:
+                    continue
+                at = _box_of(zd, inst, list(chosen), list(chosen))  # this mode's dims only
+                if all(box[d][0] <= at[d] <= box[d][1] for d in dims):
+                    checked += 1
+                    assert curves[mode][n] <= kv * (1.0 + 1e-12)
+    event(f"sets checked: {min(checked, 5)}")
+
+
+@FAST
+@given(cases(max_users=6) | small_instances(max_users=6, tight_memory=True), st.data())
+def test_z_bounds_hold_every_schedule(inst: Instance, data: st.DataObject) -> None:
+    """Each mode's cap bounds its schedules alone; the shared-memory bound bounds every
+    schedule of z."""
+    z = data.draw(st.sampled_from(inst.server.z_grid))
+    zd = ZData(inst, z)
+    cap_a, cap_s, both = z_bounds(zd)
+    best = {"ad": 0, "sd": 0, "all": 0}
+    for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
+        arr = np.array(modes, dtype=np.int8)
+        if evaluate(inst, Schedule(z, arr)).feasible:
+            n_ad, n_sd = int((arr == AD).sum()), int((arr == SD).sum())
+            best["all"] = max(best["all"], n_ad + n_sd)
+            best["ad"] = max(best["ad"], n_ad)
+            best["sd"] = max(best["sd"], n_sd)
+    assert cap_a >= best["ad"]
+    assert cap_s >= best["sd"]
+    assert both >= best["all"]
+    event(f"shared memory bound tight: {both == best['all']}")
+
+
+@pytest.mark.parametrize(("preset", "users", "seed"), [("fig5", 30, 1), ("fig4", 30, 1)])
+def test_z_caps_are_at_least_the_single_mode_optima(preset: str, users: int, seed: int) -> None:
+    """The caps never fall below the exact single-mode optima (Propositions 4 and 5)."""
+    from balance_opt.generator import generate
+    from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
+
+    inst = generate(preset, users, seed=seed)
+    for z in inst.server.z_grid:
+        zd = ZData(inst, z)
+        cap_a, cap_s, _ = z_bounds(zd)
+        ranks = Ranks(inst, z)
+        assert cap_a >= ranks.rank(AD_MODE, zd.ad.tolist())
+        assert cap_s >= ranks.rank(SD_MODE, zd.sd.tolist())
