@@ -33,9 +33,6 @@ from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
 
 SPLIT_WEIGHTS = (1, 2, 1, 2)  # DA, L1, DS, L3: the padding ranges count double when splitting
-# where a range is cut: limits after their tightest third, paddings in the middle (the
-# boxes of whole proofs, seeds 1..5 or 6..10 at K = 30, 50, 70: 2-28% fewer than halves)
-SPLIT_AT = (0.33, 0.5, 0.33, 0.5, 0.5)  # DA, L1, DS, L3, L4
 LEAF_DIMS = 4  # DA, L1, DS, L3 single: a leaf; L4 is split only when a leaf stays open
 
 
@@ -259,11 +256,8 @@ def _split_dim(box: Box) -> int | None:
 
 
 def _halves(box: Box, dim: int) -> tuple[Box, Box]:
-    """``box`` cut in two along ``dim`` at the share ``SPLIT_AT[dim]`` of its values (each
-    part keeps at least one)."""
     lo, hi = box[dim]
-    n = hi - lo + 1
-    mid = lo + max(1, min(n - 1, int(n * SPLIT_AT[dim]))) - 1
+    mid = (lo + hi) // 2
     left = list(box)
     right = list(box)
     left[dim], right[dim] = (lo, mid), (mid + 1, hi)
