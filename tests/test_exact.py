@@ -193,3 +193,23 @@ def test_trace_is_the_anytime_profile() -> None:
     assert (served[-1], bounds[-1]) == (res.served, res.bound)
     assert first_within([[0.5, 10, 20], [1.0, 12, 14], [2.0, 13, 13]], 2) == 1.0
     assert first_within(trace, 0) == (seconds[-1] if res.status == "optimal" else None)
+
+
+def test_threads_do_not_change_the_search() -> None:
+    """Each half of a split has its own LP object whatever ``threads`` is, so one and two
+    threads make the same boxes, LPs, bounds and schedule."""
+    inst = generate("fig5", 20, seed=4)
+    one = get_solver("exact", threads=1).solve(inst)
+    two = get_solver("exact", threads=2).solve(inst)
+    assert one.status == two.status == "optimal"
+    assert one.schedule.z == two.schedule.z
+    assert np.array_equal(one.schedule.modes, two.schedule.modes)
+    for key in ("boxes", "lps", "mips", "leaves", "pruned"):
+        assert one.stats[key] == two.stats[key], key
+    assert one.stats["lps"] > 0  # the search ran, not only the first pass
+    assert [t[1:] for t in one.stats["trace"]] == [t[1:] for t in two.stats["trace"]]
+
+
+def test_threads_below_one_are_refused() -> None:
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        get_solver("exact", threads=0).solve(generate("fig4", 5, seed=1))
