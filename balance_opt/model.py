@@ -57,24 +57,25 @@ def verify_flops(model: LanguageModel, prefix: ArrayLike, tokens: ArrayLike) -> 
 # --- AD mode (section 4) -------------------------------------------------------------
 
 
-def ad_compute_flops(inst: Instance, L1: float, lo: ArrayLike) -> NDArray[np.float64]:
+def ad_compute_flops(inst: Instance, L1: ArrayLike, lo: ArrayLike) -> NDArray[np.float64]:
     """Per-user AD workload at padded input ``L1``: ``G_p(L1) + sum_{l=1..LO-1} G_a(L1, l)``.
 
     This is the numerator of Algorithm 1's contribution (26); summed over a served set it
     is the whole compute of (17): each user takes part in prefill and in its LO - 1 steps.
+    Like every per-user function here it is elementwise: ``L1`` and ``lo`` broadcast.
     """
     lo_arr = np.asarray(lo, dtype=np.float64)
     return prefill_flops(inst.llm, L1) + decode_flops_sum(inst.llm, L1, lo_arr - 1.0)
 
 
-def ad_user_costs(inst: Instance, L1: float, lo: ArrayLike, z: float) -> NDArray[np.float64]:
+def ad_user_costs(inst: Instance, L1: ArrayLike, lo: ArrayLike, z: float) -> NDArray[np.float64]:
     """Algorithm 1's latency contribution ``c_k = alpha^L (...) / z`` (26)."""
     return inst.llm.alpha_s_per_flop * ad_compute_flops(inst, L1, lo) / z
 
 
-def ad_user_memory(inst: Instance, L1: float, lo: ArrayLike) -> NDArray[np.float64]:
+def ad_user_memory(inst: Instance, L1: ArrayLike, lo: ArrayLike) -> NDArray[np.float64]:
     """KV bytes of one AD user: ``(L1 + LO_k) kv^L`` (15; decision D3)."""
-    return (L1 + np.asarray(lo, dtype=np.float64)) * inst.llm_kv_bytes_per_token
+    return (np.asarray(L1, dtype=np.float64) + np.asarray(lo, dtype=np.float64)) * inst.llm_kv_bytes_per_token
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,11 @@ def ad_mode(inst: Instance, served: NDArray[np.bool_], z: float) -> ModeCost:
 # --- SD mode (section 5) -------------------------------------------------------------
 
 
-def sd_prefix(L3: float, L4: float, n: ArrayLike) -> NDArray[np.float64]:
+def sd_prefix(L3: ArrayLike, L4: ArrayLike, n: ArrayLike) -> NDArray[np.float64]:
     """Retained prefix before iteration n (10; decision D2)."""
+    l3, l4 = np.asarray(L3, dtype=np.float64), np.asarray(L4, dtype=np.float64)
     n_arr = np.asarray(n, dtype=np.float64)
-    return np.where(n_arr <= 1, L3, L3 + (n_arr - 2) * (L4 + 1) + L4)
+    return np.where(n_arr <= 1, l3, l3 + (n_arr - 2) * (l4 + 1) + l4)
 
 
 def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tuple[FloatArray, FloatArray]:
@@ -160,7 +162,7 @@ def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: f
     return sd_prefill_seconds_per_user(inst, L3, w) + cum[n_arr]
 
 
-def sd_user_memory(inst: Instance, L3: float, L4: float, n_users: ArrayLike) -> NDArray[np.float64]:
+def sd_user_memory(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike) -> NDArray[np.float64]:
     """KV bytes of one SD user (16), (31): SLM ``P_N + LD`` and LLM ``P_N + LD + [N >= 2]``."""
     n_arr = np.asarray(n_users, dtype=np.int64)
     ld = inst.server.draft_length
@@ -199,9 +201,9 @@ def ad_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
     ``ad_mode`` of every singleton at once (its own input is the padding)."""
     li = inst.input_tokens.astype(np.float64)
     lo = inst.output_tokens.astype(np.float64)
-    compute = inst.llm.alpha_s_per_flop * ad_compute_flops(inst, li, lo) / z  # type: ignore[arg-type]
+    compute = inst.llm.alpha_s_per_flop * ad_compute_flops(inst, li, lo) / z
     latency = inst.upload_s + compute + lo * inst.llm.beta_s
-    return latency, np.asarray(ad_user_memory(inst, li, lo))  # type: ignore[arg-type]
+    return latency, ad_user_memory(inst, li, lo)
 
 
 def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
@@ -213,7 +215,7 @@ def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
     l4 = inst.accepted_drafts.astype(np.float64)[:, None]
     nk = inst.sd_iterations.astype(np.int64)
     n = np.arange(1, int(nk.max()) + 1, dtype=np.float64)[None, :]
-    P = sd_prefix(l3, l4, n)  # type: ignore[arg-type]
+    P = sd_prefix(l3, l4, n)
     slm = decode_flops_sum(inst.slm, P, np.where(n == 1, ld - 1, ld))
     llm = verify_flops(inst.llm, P, np.where(n == 1, ld, ld + 1))
     per_iter = (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
@@ -224,4 +226,4 @@ def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
     ) / w
     fixed = (nk + 1) * inst.llm.beta_s + nk * ld * inst.slm.beta_s
     latency = inst.upload_s + prefill + iterations + fixed
-    return latency, np.asarray(sd_user_memory(inst, l3[:, 0], l4[:, 0], nk))  # type: ignore[arg-type]
+    return latency, sd_user_memory(inst, l3[:, 0], l4[:, 0], nk)

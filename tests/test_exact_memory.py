@@ -11,9 +11,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers.exact.boxes import ZData
 from balance_opt.solvers.exact.memory import least_ad, least_sd, z_bounds
+from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
 from tests.strategies import small_instances
 from tests.test_exact import _box_of
 from tests.test_milp import cases
@@ -83,9 +85,6 @@ def test_z_bounds_hold_every_schedule(inst: Instance, data: st.DataObject) -> No
 @pytest.mark.parametrize(("preset", "users", "seed"), [("fig5", 30, 1), ("fig4", 30, 1)])
 def test_z_caps_are_at_least_the_single_mode_optima(preset: str, users: int, seed: int) -> None:
     """The caps never fall below the exact single-mode optima (Propositions 4 and 5)."""
-    from balance_opt.generator import generate
-    from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
-
     inst = generate(preset, users, seed=seed)
     for z in inst.server.z_grid:
         zd = ZData(inst, z)

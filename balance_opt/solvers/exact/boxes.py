@@ -26,7 +26,6 @@ reduced to single values it is that box's exact optimum up to the ``L4`` range.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,11 +79,10 @@ class ZData:
         """Costs per padding value: AD ``c[j, k]`` at ``L1 = L1v[j]``; SD affine in L4.
         (A mode without eligible users gets empty tables: z = 0 gives AD no compute.)"""
         inst, z = self.inst, self.z
-        fn: Any = ad_user_costs  # elementwise: broadcasting gives each entry its value
         self.ad_cost = np.zeros((0, inst.num_users))
         self.sd_cost0 = self.sd_cost1 = np.zeros((0, inst.num_users))
         if self.ad.size:
-            self.ad_cost = np.asarray(fn(inst, self.values["L1"][:, None], inst.output_tokens[None, :], z))
+            self.ad_cost = ad_user_costs(inst, self.values["L1"][:, None], inst.output_tokens[None, :], z)
         if self.sd.size == 0:
             return
         n = inst.sd_iterations
@@ -128,8 +126,6 @@ class ZData:
         j3 = np.maximum(np.searchsorted(v["L3"], li[us]), l30) if side.relax else np.full(us.size, l31)
         l4 = np.maximum(la[us], v["L4"][l40]) if side.relax else np.full(us.size, v["L4"][l41])
         n = nk[us]
-        mem_ad: Any = ad_user_memory  # elementwise
-        mem_sd: Any = sd_user_memory
         lim = self.loose if side.relax else self.limit
         da = lim[ad][self.limit[ad] == v["DA"][da1 if side.relax else da0]].max()
         ds = lim[sd][self.limit[sd] == v["DS"][ds1 if side.relax else ds0]].max()
@@ -140,9 +136,9 @@ class ZData:
             ua=ua,
             us=us,
             ca=self.ad_cost[j1, ua],
-            ma=np.asarray(mem_ad(inst, v["L1"][j1], lo[ua])),
+            ma=ad_user_memory(inst, v["L1"][j1], lo[ua]),
             cs=self.sd_cost0[j3, us] + l4 * self.sd_cost1[j3, us],
-            ms=np.asarray(mem_sd(inst, v["L3"][j3], l4, n)),
+            ms=sd_user_memory(inst, v["L3"][j3], l4, n),
             n=n,
             da=float(da),
             ds=float(ds),

@@ -15,8 +15,8 @@ of a schedule need ``least_AD(a) + least_SD(s) <= room`` together, which bounds
 
 Every limit value of the box is visited, with every padding value at once (one row
 each). ``L4`` is taken as one range: the candidates of its high end at the costs and
-memory of its low end, a relaxation (visiting every ``L4`` value as well cost four
-times as much and lowered the bound of one z in nine, by one, at fig5 K = 70 seed 1).
+memory of its low end, a relaxation (visiting every ``L4`` value as well cost about 30
+times as much and lowered the bounds of two z in nine, by one, at fig5 K = 70 seed 1).
 The search uses these once per z (:func:`z_bounds`); per box, even with one limit
 value standing for all, they cost more time than the LPs they saved.
 """
@@ -26,14 +26,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from balance_opt.instance import FloatArray
 from balance_opt.model import sd_user_memory
 from balance_opt.solvers.exact.boxes import Box, ZData
+from balance_opt.solvers.milp.bounds import most_together
 
 
 def _prefix_least(
-    key: Any, cost: FloatArray, mem: FloatArray, member: Any, budget: float, per_key: float, out: FloatArray
+    key: NDArray[Any],
+    cost: FloatArray,
+    mem: FloatArray,
+    member: NDArray[np.bool_],
+    budget: float,
+    per_key: float,
+    out: FloatArray,
 ) -> None:
     """Fold into ``out[n]`` the least prefix memory of n members that fits, over the rows
     (one padding value each) of ``cost`` / ``mem`` / ``member``; columns sorted by ``key``."""
@@ -54,14 +62,16 @@ def least_ad(zd: ZData, box: Box) -> FloatArray:
     out[0] = 0.0
     if zd.ad.size == 0:
         return out
+    limit, loose = zd.limit[zd.ad], zd.loose[zd.ad]
+    padded = zd.ad[inst.input_tokens[zd.ad] <= v["L1"][l11]]
+    rows = np.arange(l10, l11 + 1)
+    l1 = v["L1"][rows]
     for i in range(da0, da1 + 1):
-        users = zd.ad[(zd.limit[zd.ad] >= v["DA"][i]) & (inst.input_tokens[zd.ad] <= v["L1"][l11])]
+        users = padded[zd.limit[padded] >= v["DA"][i]]
         if users.size == 0:
             continue
         users = users[np.argsort(lo_all[users], kind="stable")]
-        budget = zd.loose[zd.ad][zd.limit[zd.ad] == v["DA"][i]].max()
-        rows = np.arange(l10, l11 + 1)
-        l1 = v["L1"][rows]
+        budget = loose[limit == v["DA"][i]].max()
         member = inst.input_tokens[users][None, :] <= l1[:, None]
         cost = zd.ad_cost[np.ix_(rows, users)]
         mem = (l1[:, None] + lo_all[users][None, :]) * inst.llm_kv_bytes_per_token  # (15)
@@ -82,17 +92,18 @@ def least_sd(zd: ZData, box: Box) -> FloatArray:
     rows = np.arange(l30, l31 + 1)
     l3 = v["L3"][rows]
     l4 = float(v["L4"][l40])  # costs and memory at the low end, candidates of the high end
+    limit, loose = zd.limit[zd.sd], zd.loose[zd.sd]
+    fit = (inst.input_tokens[zd.sd] <= v["L3"][l31]) & (inst.accepted_drafts[zd.sd] <= v["L4"][l41])
+    padded = zd.sd[fit]
     for i in range(ds0, ds1 + 1):
-        ok = (zd.limit[zd.sd] >= v["DS"][i]) & (inst.input_tokens[zd.sd] <= v["L3"][l31])
-        users = zd.sd[ok & (inst.accepted_drafts[zd.sd] <= v["L4"][l41])]
+        users = padded[zd.limit[padded] >= v["DS"][i]]
         if users.size == 0:
             continue
         users = users[np.argsort(nk[users], kind="stable")]
-        budget = zd.loose[zd.sd][zd.limit[zd.sd] == v["DS"][i]].max() - inst.llm.beta_s
+        budget = loose[limit == v["DS"][i]].max() - inst.llm.beta_s
         member = inst.input_tokens[users][None, :] <= l3[:, None]
         cost = zd.sd_cost0[np.ix_(rows, users)] + l4 * zd.sd_cost1[np.ix_(rows, users)]
-        mem_fn: Any = sd_user_memory  # elementwise: broadcasting gives each entry its value
-        mem = np.asarray(mem_fn(inst, l3[:, None], l4, nk[users][None, :]))  # (16)
+        mem = sd_user_memory(inst, l3[:, None], l4, nk[users][None, :])  # (16)
         _prefix_least(nk[users], cost, mem, member, budget, per_key, out)
     return out
 
@@ -109,8 +120,7 @@ def z_bounds(zd: ZData) -> tuple[int, int, int]:
     box = zd.full()
     la, ls = least_ad(zd, box), least_sd(zd, box)
     cap_a, cap_s = most_within(la, zd.memory_loose), most_within(ls, zd.memory_loose)
-    a, s = np.nonzero(np.add.outer(la[: cap_a + 1], ls[: cap_s + 1]) <= zd.memory_loose)
-    return cap_a, cap_s, int((a + s).max())
+    return cap_a, cap_s, most_together(la[: cap_a + 1], ls[: cap_s + 1], zd.memory_loose)
 
 
 __all__ = ["least_ad", "least_sd", "most_within", "z_bounds"]

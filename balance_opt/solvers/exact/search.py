@@ -126,24 +126,24 @@ class BoxSearch:
         zd = ZData(self.inst, z)
         self.zdata[z] = zd
         cap_a, cap_s, memory = z_bounds(zd)
-        caps = {AD_MODE: cap_a, SD_MODE: cap_s}
+        alone = {AD_MODE: cap_a, SD_MODE: cap_s}  # each mode alone
         ranks = None
         for mode, lam, users in ((AD_MODE, 1.0, zd.ad), (SD_MODE, 0.0, zd.sd)):
-            if caps[mode] > self.inc.served:  # it counts: the exact optimum and its schedule (Prop. 4, 5)
+            if alone[mode] > self.inc.served:  # it counts: the exact optimum and its schedule (Prop. 4, 5)
                 ranks = ranks or Ranks(self.inst, z)
-                caps[mode] = min(caps[mode], ranks.rank(mode, users.tolist()))
+                alone[mode] = min(alone[mode], ranks.rank(mode, users.tolist()))
                 self.offer(balance_fast(self.inst, [z], [lam]).schedule(self.inst))
-        self.outside.append(max(caps.values()))
+        self.outside.append(max(alone.values()))
         root = zd.root()
         value = None
         if root is not None:
-            both = min(caps[AD_MODE] + caps[SD_MODE], memory, int(np.union1d(zd.ad, zd.sd).size))
+            both = min(alone[AD_MODE] + alone[SD_MODE], memory, int(np.union1d(zd.ad, zd.sd).size))
             value = self._bound(z, root, None, both, False, 0)[0]
             self._keep(z, root, 0, value, None)
         self.stats.per_z[f"{z:g}"] = {
             "eligible_ad": int(zd.ad.size),
             "eligible_sd": int(zd.sd.size),
-            "caps": caps,
+            "caps": alone,
             "memory_bound": memory,
             "root_bound": value,
             "setup_s": round(time.perf_counter() - start, 4),

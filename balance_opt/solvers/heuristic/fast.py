@@ -133,13 +133,11 @@ def algorithm1_all(
 
 
 def _ad_costs(inst: Instance, L1s: IntArray, lo: IntArray, z: float) -> FloatArray:
-    fn: Any = ad_user_costs  # elementwise: broadcasting gives each entry its scalar value
-    return np.asarray(fn(inst, L1s[:, None], lo[None, :], z))
+    return ad_user_costs(inst, L1s[:, None], lo[None, :], z)  # elementwise: one row per L1
 
 
 def _ad_memory(inst: Instance, L1s: IntArray, lo: IntArray) -> FloatArray:
-    fn: Any = ad_user_memory
-    return np.asarray(fn(inst, L1s[:, None], lo[None, :]))
+    return ad_user_memory(inst, L1s[:, None], lo[None, :])
 
 
 def _best_in_block(
@@ -181,8 +179,7 @@ def _sd_costs(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: 
 
 
 def _sd_memory(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray) -> FloatArray:
-    fn: Any = sd_user_memory  # elementwise, as above
-    return np.asarray(fn(inst, L3s[:, None], L4s[:, None], n[None, :]))
+    return sd_user_memory(inst, L3s[:, None], L4s[:, None], n[None, :])  # elementwise, as above
 
 
 class _SdSearch:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import FloatArray, Instance
@@ -279,14 +280,15 @@ def memory_split_bound(
     ms = least_memory(ranks, SD_MODE, sd_users, cap_s, free, until)
     if ma is None or ms is None:
         return None
-    best = 0
-    j = len(ms) - 1
-    for i, m in enumerate(ma):  # ma and ms increase: a two-pointer sweep
-        while j > 0 and m + ms[j] > free:
-            j -= 1
-        if m + ms[j] <= free:
-            best = max(best, i + j)
-    return min(best, ceiling)
+    return min(most_together(ma, ms, free), ceiling)
+
+
+def most_together(least_a: ArrayLike, least_s: ArrayLike, free: float) -> int:
+    """``max {a + s : least_a[a] + least_s[s] <= free}`` (0 when only ``a = s = 0`` fits):
+    the most users two modes whose n-user sets need at least ``least[n]`` bytes can hold
+    together within ``free``."""
+    a, s = np.nonzero(np.add.outer(np.asarray(least_a), np.asarray(least_s)) <= free)
+    return int((a + s).max()) if a.size else 0
 
 
 def _best_disjoint_split(
