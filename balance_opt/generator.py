@@ -15,6 +15,10 @@ Nothing the model uses is rounded. The channel is deterministic given ``d``: pat
 ``PL = 128.1 + 37.6 log10(d / 1 km)`` dB, ``SNR = PSD - PL - noise`` in dB (per-Hz
 quantities, so the bandwidth cancels) and ``R = log2(1 + SNR)``, with the uplink and
 downlink PSDs. Every parameter and the seed are recorded in the file's ``generator``.
+
+The same parameters give the same bytes on every machine: ``log10``, ``10 ** x`` and
+``log2`` are each correctly rounded (:mod:`balance_opt.crmath`), and the uniform draws are
+``low + (high - low) * u`` with the product and the sum rounded separately.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from balance_opt import crmath
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.profiles import (
     DEFAULT_HARDWARE,
@@ -238,11 +244,28 @@ def instance_name(p: GeneratorParams) -> str:
 
 
 def spectral_efficiency(distance_m: np.ndarray, psd_dbm_hz: float, p: GeneratorParams) -> np.ndarray:
-    """``log2(1 + SNR)`` with ``SNR_dB = PSD - PL(d) - noise`` (docs/model.md section 10)."""
-    path_loss_db = p.path_loss_db_at_1km + p.path_loss_db_per_decade * np.log10(distance_m / 1000.0)
+    """``log2(1 + SNR)`` with ``SNR_dB = PSD - PL(d) - noise`` (docs/model.md section 10).
+
+    ``log10``, ``10 ** x`` and ``log2`` are each rounded once from 50 digits
+    (:mod:`balance_opt.crmath`), so every CPU writes the same bits.
+    """
+    return crmath.apply(partial(_spectral_efficiency, psd_dbm_hz=psd_dbm_hz, p=p), distance_m)
+
+
+def _spectral_efficiency(distance_m: float, psd_dbm_hz: float, p: GeneratorParams) -> float:
+    path_loss_db = p.path_loss_db_at_1km + p.path_loss_db_per_decade * crmath.log10(distance_m / 1000.0)
     snr_db = psd_dbm_hz - path_loss_db - p.noise_dbm_hz
-    result: np.ndarray = np.log2(1.0 + 10.0 ** (snr_db / 10.0))
-    return result
+    return crmath.log2(1.0 + crmath.exp10(snr_db / 10.0))
+
+
+def _uniform(rng: np.random.Generator, low: float, high: float, k: int) -> np.ndarray:
+    """``U[low, high)``: the draws of ``rng.uniform(low, high, k)``, as two rounded steps.
+
+    numpy's C code may fuse ``low + range * u`` into one FMA on a CPU that has it; two
+    ufuncs round the product and the sum separately everywhere.
+    """
+    scaled: np.ndarray = np.multiply(high - low, rng.random(k))
+    return np.add(low, scaled)
 
 
 def _models(p: GeneratorParams) -> tuple[LanguageModel, LanguageModel]:
@@ -265,10 +288,10 @@ def generate_from(p: GeneratorParams) -> Instance:
     k = p.users
     rng = np.random.default_rng(p.seed)
     distance = np.maximum(p.min_distance_m, p.radius_m * np.sqrt(rng.random(k)))
-    deadline = rng.uniform(p.deadline_min_s, p.deadline_max_s, k)
+    deadline = _uniform(rng, p.deadline_min_s, p.deadline_max_s, k)
     li = rng.integers(p.input_min, p.input_max, size=k, endpoint=True)
     lo = rng.integers(p.output_min, p.output_max, size=k, endpoint=True)
-    acceptance = rng.uniform(p.acceptance_min, p.acceptance_max, k)
+    acceptance = _uniform(rng, p.acceptance_min, p.acceptance_max, k)
     theta = p.bytes_per_param
     if p.kv_budget_tokens is not None:
         kv_token = llm.kv_bytes_per_token(theta) + slm.kv_bytes_per_token(theta)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt import crmath
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
@@ -338,9 +340,10 @@ class Instance:
 
     @cached_property
     def accepted_drafts(self) -> FloatArray:
-        """``LA_k = A_k (1 - A_k^LD) / (1 - A_k)``."""
+        """``LA_k = A_k (1 - A_k^LD) / (1 - A_k)`` (``A_k^LD`` correctly rounded: same bits on every CPU)."""
         a = self.acceptance
-        return _ro(a * (1.0 - a**self.server.draft_length) / (1.0 - a))
+        a_ld = crmath.apply(functools.partial(crmath.ipow, n=self.server.draft_length), a)
+        return _ro(a * (1.0 - a_ld) / (1.0 - a))
 
     @cached_property
     def formula_sd_iterations(self) -> IntArray:

@@ -184,7 +184,8 @@ def sd_mode(inst: Instance, served: NDArray[np.bool_], z: float) -> ModeCost:
     if w > 0.0:
         per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
         active = np.bincount(N, minlength=n_max + 1)[::-1].cumsum()[::-1][1:]  # |S_n|, n = 1..n_max
-        compute = len(N) * sd_prefill_seconds_per_user(inst, L3, w) + float(active @ per_iter)
+        # fsum, not a BLAS dot: its rounding is fixed, whatever kernel the CPU selects
+        compute = len(N) * sd_prefill_seconds_per_user(inst, L3, w) + math.fsum((active * per_iter).tolist())
     else:  # z = 1 gives SD no compute (D7)
         compute = math.inf
     # passes: LLM prefill, SLM prefill, LD - 1 drafts + 1 verify in iteration 1, LD + 1 later

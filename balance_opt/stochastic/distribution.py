@@ -10,8 +10,11 @@ far gives its distribution exactly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from balance_opt import crmath
 from balance_opt.instance import FloatArray, Instance, IntArray
 
 # A cumulative probability this close below a quantile level still counts as reaching
@@ -24,8 +27,9 @@ def tokens_per_iteration(acceptance: float, draft_length: int) -> FloatArray:
     a, ld = float(acceptance), int(draft_length)
     pmf = np.zeros(ld + 2)
     # G = j < LD accepted drafts then a rejection; G = LD when every draft is accepted
-    pmf[1 : ld + 1] = (1.0 - a) * a ** np.arange(ld)
-    pmf[ld + 1] = a**ld
+    # powers of A correctly rounded (crmath): the same pmf on every CPU
+    pmf[1 : ld + 1] = (1.0 - a) * crmath.ipowers(a, ld)
+    pmf[ld + 1] = crmath.ipow(a, ld)
     return pmf
 
 
@@ -51,7 +55,7 @@ def iterations_distribution(output_tokens: int, acceptance: float, draft_length:
     n = 0
     while n < lo and f.any():
         n += 1
-        p[n] = float(f @ tail[short])
+        p[n] = math.fsum((f * tail[short]).tolist())  # not a BLAS dot: fixed rounding
         g = np.zeros(lo)
         for x in range(1, min(ld + 1, lo - 1) + 1):
             g[x:] += f[: lo - x] * pmf[x]
@@ -82,7 +86,7 @@ def batch_user_level(q: float, batch_users: int) -> float:
     level with probability ``q^(1/m)``, all of them are within with probability ``q``."""
     if batch_users < 1:
         raise ValueError(f"batch_users must be >= 1, got {batch_users}")
-    return float(q ** (1.0 / batch_users))
+    return crmath.pow(q, 1.0 / batch_users)
 
 
 def quantile_levels(inst: Instance, q: float) -> IntArray:
@@ -113,7 +117,7 @@ def robustify(inst: Instance, q: float, batch_users: int | None = None) -> Insta
 
 def expected_iterations(p: FloatArray) -> float:
     """``E[N]`` of a distribution from :func:`iterations_distribution`."""
-    return float(np.arange(len(p)) @ p)
+    return math.fsum((np.arange(len(p)) * p).tolist())
 
 
 __all__ = [

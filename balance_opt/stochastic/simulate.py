@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt import crmath
 from balance_opt.evaluate import AD, MODE_NAMES, REL_TOL, SD, Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
@@ -56,8 +57,9 @@ def lognormal_lengths(
     """Realized output lengths: ``LO`` times a mean-one log-normal factor of CV ``cv``, >= 1 token."""
     if cv <= 0.0:
         return np.broadcast_to(lengths, (trials, len(lengths)))
-    sigma = math.sqrt(math.log1p(cv * cv))
-    factor = np.exp(sigma * rng.standard_normal((trials, len(lengths))) - sigma * sigma / 2.0)
+    sigma = math.sqrt(crmath.log1p(cv * cv))
+    # exp with a fixed rounding (crmath): the lengths are rounded to tokens after it
+    factor = crmath.exp_array(sigma * rng.standard_normal((trials, len(lengths))) - sigma * sigma / 2.0)
     return np.maximum(1, np.rint(lengths * factor)).astype(np.int64)
 
 
@@ -74,7 +76,7 @@ def sample_sd_batch(
     trials, k = lengths.shape
     ld = inst.server.draft_length
     # a uniform u accepts draft j when u < A^j: P(G >= j) = A^j, the first rejection stops
-    powers = inst.acceptance[users][None, :, None] ** np.arange(1, ld + 1)
+    powers = np.array([crmath.ipowers(a, ld + 1)[1:] for a in inst.acceptance[users].tolist()])[None, :, :]
     # float32 uniforms and int32 counts halve the memory traffic of the loop; the
     # float32 grid (2^-24) biases an acceptance probability by less than 1e-7
     powers = powers.astype(np.float32)
