@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -291,11 +291,15 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> Path:
-    """Write via a temporary file in the same folder, fsync, then rename over ``path``."""
+    """Write via a temporary file in the same folder, fsync, then rename over ``path``.
+
+    The file gets mode 0666 less the user's umask, as any other tool's file would
+    (``tempfile.mkstemp`` would keep its private 0600 through the rename).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
@@ -303,9 +307,20 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new, exclusively created ``.NAME.RANDOM.tmp`` beside ``path``; the kernel applies the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits collide
+            continue
 
 
 # --- solutions ------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -164,3 +165,25 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1
     assert "users[1].acceptance" in proc.stderr
+
+
+def test_every_written_file_follows_the_umask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Instances, solutions, results tables, report Markdown, CSVs and figures: 0666 less the umask."""
+    from tests.test_io import umask
+
+    with umask(0o027):
+        for users in ("4", "5"):
+            code, _, _ = run(
+                capsys, "generate", "--preset", "fig4", "--users", users, "--out", tmp_path / "i"
+            )
+            assert code == 0
+        code, _, _ = run(capsys, "solve", tmp_path / "i", "--solver", "balance", "--out", tmp_path / "run")
+        assert code == 0
+        code, _, _ = run(capsys, "report", tmp_path / "run", "--out", tmp_path / "report")
+        assert code == 0
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    suffixes = {p.suffix for p in files}
+    assert {".json", ".parquet", ".csv", ".md", ".png", ".svg"} <= suffixes
+    assert {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {
+        str(p.relative_to(tmp_path)): oct(0o640) for p in files
+    }

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from balance_opt.io import atomic_write
 from balance_opt.report import stats
 from balance_opt.status import Status
 
@@ -148,14 +150,13 @@ def figure_pair() -> tuple[Any, tuple[Any, Any]]:
 
 
 def save(fig: Any, base: Path) -> list[Path]:
-    """Write ``base.png`` and ``base.svg`` (deterministic) and close the figure."""
-    base.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``base.png`` and ``base.svg`` (deterministic, atomically) and close the figure."""
     out = []
     with plt.rc_context(RC):
         fig.tight_layout()
         for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            path = base.with_suffix(f".{ext}")
-            fig.savefig(path, dpi=120, metadata=meta)
-            out.append(path)
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext, dpi=120, metadata=meta)
+            out.append(atomic_write(base.with_suffix(f".{ext}"), buf.getvalue()))
     plt.close(fig)
     return out
