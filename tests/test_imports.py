@@ -19,7 +19,17 @@ TARGET = re.compile(r"balance_opt(\.\w+)*(:\w+)?")
 # belongs to the layer of the longest prefix listed (relative to balance_opt; "" is the
 # package itself, which re-exports the instance, evaluator and result).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "status", "instance", "profiles", "model", "io", "generator", "stochastic.distribution"),
+    (
+        "errors",
+        "status",
+        "claims",
+        "instance",
+        "profiles",
+        "model",
+        "io",
+        "generator",
+        "stochastic.distribution",
+    ),
     ("evaluate", "result", "mode_comparison", "stochastic.simulate", "stochastic", ""),
     ("solvers",),
     ("batch", "library", "stochastic.experiment"),
