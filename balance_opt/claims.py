@@ -180,19 +180,19 @@ def _false_proofs(claims: Claims, ev: Judged, known: Known | None) -> list[Misma
         )
     if claims.status != Status.OPTIMAL or own is None:
         return out
-    if bound is not None and bound > own:
-        out.append(
-            Mismatch(
-                "status", f'claims status "optimal" with bound {bound}, but the schedule serves {own}', True
-            )
-        )
-    if known is not None and known.served > own:
+    if known is not None and known.served > own:  # the stronger evidence first: a schedule
         out.append(
             Mismatch(
                 "status",
                 f'claims status "optimal" serving {own}, but {known.where} holds a feasible schedule '
                 f"serving {known.served}",
                 True,
+            )
+        )
+    elif bound is not None and bound > own:
+        out.append(
+            Mismatch(
+                "status", f'claims status "optimal" with bound {bound}, but the schedule serves {own}', True
             )
         )
     return out

@@ -6,6 +6,7 @@ and hypothesis draws instances, schedules, claims and a known feasible value.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -46,7 +47,7 @@ def expected(doc: dict[str, Any], ev: Evaluation, known: int | None) -> set[tupl
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     instances_and_schedules(),
     st.fixed_dictionaries(
@@ -124,3 +125,30 @@ def test_contradicting_claims_make_a_malformed_file_and_an_invalid_result(
     with pytest.raises(InputError) as info:
         check_solution_dict({**full, **doc}, "f.json")
     assert (info.value.path, info.value.rule) == broken
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the claims checker reads of an evaluation."""
+
+    feasible: bool
+    served: int
+    violations: tuple[str, ...] = ()
+
+
+def test_one_refuted_optimum_is_one_false_proof_naming_the_strongest_evidence() -> None:
+    ev = Verdict(True, 3)
+    claims = Claims.of_document({"status": "optimal", "bound": 5})
+    (only,) = mismatches(claims, ev, Known(4, "the library's s/x"))
+    assert (only.claim, only.false_proof) == ("status", True)
+    assert (
+        only.message
+        == 'claims status "optimal" serving 3, but the library\'s s/x holds a feasible schedule serving 4'
+    )
+    (only,) = mismatches(claims, ev)
+    assert only.message == 'claims status "optimal" with bound 5, but the schedule serves 3'
+    infeasible = Verdict(
+        False, 3, ("user u1 (ad) completes at 2 s, 1 s after its deadline 1 s (20), (21c)", "m")
+    )
+    (status,) = mismatches(Claims.of_document({"status": "feasible"}), infeasible)
+    assert status.message.endswith("after its deadline 1 s (20), (21c) (and 1 more violation)")

@@ -144,11 +144,12 @@ def test_real_cluster_batch_survives_a_killed_worker(tmp_path: Path) -> None:
             on_solution=lambda doc: seen.update([(doc["instance"], doc["run"]["config"])]),
         )
         killer.join(timeout=5)
-    # the client said that the worker left and that the solve it held runs again
+    # the client said that the worker left and that the solves it held (running or assigned to
+    # it) run again
     left = [m for m in said if " left the cluster " in m]
     assert len(left) == 1, said
     assert re.fullmatch(
-        r"dask worker tcp://\S+ left the cluster \(1 left\); [12] solve\(s\) of this batch it held run "
+        r"dask worker tcp://\S+ left the cluster \(1 left\); [1-9]\d* solve\(s\) of this batch it held run "
         r"again on another worker",
         left[0],
     ), said

@@ -57,8 +57,9 @@ class ClusterWatch:
     """Follows the scheduler's worker events (topic ``all``) and says what they mean for the batch.
 
     Once each: no worker connected (until one joins), a worker that left and how many of
-    the batch's solves it held (running, or finished but not fetched), which the scheduler
-    runs again on another worker. The handler runs on the client's event loop.
+    the batch's solves it held (running or queued there, or finished but not fetched),
+    which the scheduler runs again on another worker. The handler runs on the client's
+    event loop.
     """
 
     def __init__(self, address: str, workers: Iterable[str], say: Callable[[str], None]) -> None:
