@@ -180,16 +180,19 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     is_sd = schedule.modes == SD
     violations: list[str] = []
     if not 0.0 <= z <= 1.0 or math.isnan(z):
-        violations.append(f"z={z!r} is outside [0, 1]")
+        violations.append(f"z={z!r} is outside [0, 1] (21g)")
     elif not on_grid(z, inst.server.z_grid):
         violations.append(f"z={z!r} is not in the instance's z_grid (21g)")
     # D7: at z = 0 AD has no compute, at z = 1 SD has none; such users are never served.
     ad_ok = z > 0.0
     sd_ok = z < 1.0
-    if is_ad.any() and not ad_ok:
-        violations.append(f"{int(is_ad.sum())} AD user(s) at z = 0 (AD has no compute)")
-    if is_sd.any() and not sd_ok:
-        violations.append(f"{int(is_sd.sum())} SD user(s) at z = 1 (SD has no compute)")
+    for users, name, ok, at in ((is_ad, "AD", ad_ok, 0), (is_sd, "SD", sd_ok, 1)):
+        if users.any() and not ok:
+            first = inst.user_ids[int(np.flatnonzero(users)[0])]
+            violations.append(
+                f"{int(users.sum())} {name} user(s) at z = {at}, first user {first} "
+                f"({name} has no compute, D7)"
+            )
     ad = ad_mode(inst, is_ad, z)
     sd = sd_mode(inst, is_sd, z)
 
@@ -201,9 +204,10 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     slack = inst.deadline_s - completion
     late = (completion > inst.deadline_s * (1.0 + REL_TOL)) & ~np.isnan(completion)  # (20), (21c)
     for k in np.flatnonzero(late).tolist():
+        late_s = completion[k] - inst.deadline_s[k]
         violations.append(
             f"user {inst.user_ids[k]} ({MODE_NAMES[schedule.modes[k]]}) completes at "
-            f"{completion[k]:.9g} s after its deadline {inst.deadline_s[k]:.9g} s"
+            f"{completion[k]:.9g} s, {late_s:.6g} s after its deadline {inst.deadline_s[k]:.9g} s (20), (21c)"
         )
 
     w_llm = inst.llm_weight_bytes
@@ -211,7 +215,9 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     memory = w_llm + w_slm + ad.kv_bytes + sd.kv_bytes
     cap = inst.server.memory_bytes
     if memory > cap * (1.0 + REL_TOL):
-        violations.append(f"memory {memory:.9g} B exceeds the capacity {cap:.9g} B (21d)")
+        violations.append(
+            f"memory {memory:.9g} B exceeds the capacity {cap:.9g} B by {memory - cap:.6g} B (21d)"
+        )
     num_ad, num_sd = int(is_ad.sum()), int(is_sd.sum())
     completion.setflags(write=False)
     slack.setflags(write=False)

@@ -1,10 +1,10 @@
-"""What a solver hands back, and the one place where its claims are checked.
+"""What a solver hands back, and the checked result made of it.
 
 Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
 proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on the schedule
-(the verdict) and derives the reported status (:class:`Result`). A solver's own
-objective is only a claim: when it disagrees with the evaluator, the result becomes an
-``error`` carrying both numbers.
+(the verdict), has :mod:`balance_opt.claims` compare the solver's claims with it and
+derives the reported status (:class:`Result`). A solver's own objective is only a claim:
+when the evaluator refutes one, the result becomes an ``error`` carrying both numbers.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from balance_opt.claims import Claims, contradiction, mismatches
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA
@@ -60,8 +61,9 @@ class Result:
             raise ValueError(f"unknown status {self.status!r}")
         if (self.status == Status.ERROR) != (self.error is not None):
             raise ValueError("an error message goes with status 'error' and only with it")
-        if self.status == Status.OPTIMAL and self.bound != self.served:
-            raise ValueError("status 'optimal' needs bound == served")
+        broken = contradiction(Claims(self.served, None, self.status, self.bound, bound_given=True))
+        if broken is not None:
+            raise ValueError(f"{broken[0]}: {broken[1]}")
 
     @property
     def feasible(self) -> bool:
@@ -184,18 +186,9 @@ def make_result(
 ) -> Result:
     """Evaluate ``out``'s schedule and turn the solver's claims into a checked Result."""
     ev = evaluate(inst, out.schedule)
-    problems: list[str] = []
-    if not ev.feasible:
-        problems.append("schedule is infeasible: " + "; ".join(ev.violations[:3]))
-    if out.objective is not None and out.objective != ev.served:
-        problems.append(f"solver claims {out.objective} served, the evaluator counts {ev.served}")
-    if out.bound is not None and ev.feasible and out.bound < ev.served:
-        problems.append(f"solver's bound {out.bound} is below the evaluated {ev.served} served")
+    claims = Claims.of_solver(out.objective, out.bound, out.termination)
+    problems = [f"solver {m}" for m in mismatches(claims, ev)]
     optimal = out.termination == Termination.OPTIMAL
-    if optimal and out.bound is not None and out.bound != ev.served:
-        problems.append(
-            f"solver claims optimality with bound {out.bound} but the schedule serves {ev.served}"
-        )
     bound = out.bound
     if optimal and bound is None:
         bound = ev.served  # exact enumeration proves its own optimum

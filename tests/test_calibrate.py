@@ -259,3 +259,38 @@ def test_measured_constants_are_recorded_and_regenerate() -> None:
     assert instance_bytes(generate_from(GeneratorParams.from_record(record))) == instance_bytes(inst)
     with pytest.raises(ValueError, match="slm_alpha_s_per_flop must be > 0"):
         generate("fig4", users=4, slm_alpha_s_per_flop=0.0)
+
+
+def test_the_sample_timings_are_what_their_script_writes() -> None:
+    """examples/timings-synthetic-rtx4090.csv is labelled synthetic, and its script writes exactly it."""
+    from benchmarks.sample_timings import PROVENANCE, sample_csv
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "timings-synthetic-rtx4090.csv"
+    assert path.read_text() == sample_csv()
+    assert PROVENANCE.startswith("synthetic (not measured)")
+    assert all(line.endswith(f",{PROVENANCE}") for line in path.read_text().splitlines()[1:])
+
+
+def test_calibrate_on_the_sample_timings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The sample gives back the datasheet constants it was priced with (within its 5% noise), and
+    the profile's source is a command that writes the same profile again."""
+    import shlex
+
+    from balance_opt.profiles import language_model_on
+
+    sample = Path(__file__).resolve().parents[1] / "examples" / "timings-synthetic-rtx4090.csv"
+    args = ("calibrate", sample, "--llm", "llama-2-7b", "--slm", "tinyllama-1.1b", "--memory-bytes", "24e9")
+    code, out, err = run(capsys, *args, "--name", "try-it", "--out", tmp_path / "p.json")
+    assert (code, err) == (0, "")
+    assert "worst relative error" in out
+    doc = json.loads((tmp_path / "p.json").read_text())
+    for key, name in (("llm", "llama-2-7b"), ("slm", "tinyllama-1.1b")):
+        sheet = language_model_on("rtx4090", name)
+        assert doc[key]["alpha_s_per_flop"] == pytest.approx(sheet.alpha_s_per_flop, rel=0.02)
+        assert doc[key]["beta_s"] == pytest.approx(sheet.beta_s, rel=0.02)
+    assert doc["memory_bytes"] == 24e9
+    source = shlex.split(doc["source"])
+    assert source[source.index("--memory-bytes") + 1] == "24000000000.0"
+    assert source[source.index("--name") + 1] == "try-it"
+    assert run(capsys, *source[1:], "--out", tmp_path / "again.json")[0] == 0
+    assert (tmp_path / "again.json").read_text() == (tmp_path / "p.json").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,99 @@ def test_a_results_table_and_a_folder_are_checked(library: Path, tmp_path: Path,
 def test_our_solution_files_still_round_trip_byte_for_byte() -> None:
     path = FIXTURES / "valid" / "tiny-K2-solution.json"
     assert dumps(read_solution(path)).encode() == path.read_bytes()
+
+
+def one_fewer(library: Path, stem: str = STEMS[0], **claims: Any) -> dict[str, Any]:
+    """The stored best schedule less one served user: feasible, one below the best known."""
+    doc = minimal(library, stem, **claims)
+    first = next(u for u, mode in doc["assignment"].items() if mode != "none")
+    doc["assignment"] = {**doc["assignment"], first: "none"}
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("claims", "proofs"),
+    [
+        ({"status": "optimal", "bound": "below"}, ["bound", "optimal"]),
+        ({"status": "optimal"}, ["optimal"]),
+        ({"status": "feasible", "bound": "below"}, ["bound"]),
+    ],
+)
+def test_a_false_proof_below_the_best_known_is_said_loudly(
+    library: Path, tmp_path: Path, capsys: Any, claims: dict[str, Any], proofs: list[str]
+) -> None:
+    """Claimed optimum or bound below a feasible schedule the library holds: exit 1, file, claim, value."""
+    best = int(read_reference(library / "fig6")[STEMS[0]]["best_known"])
+    claims = {k: best - 1 if v == "below" else v for k, v in claims.items()}
+    path = write(tmp_path / "proof.json", one_fewer(library, served=best - 1, **claims))
+    code, out, err = run(capsys, "check", path, "--library", library)
+    assert code == 1
+    held = f"the library's fig6/{STEMS[0]} holds a feasible schedule serving {best}"
+    want = {
+        "bound": f"claims a proved bound {best - 1}, but {held}",
+        "optimal": f'claims status "optimal" serving {best - 1}, but {held}',
+    }
+    for proof in proofs:
+        assert f"FALSE PROOF: {want[proof]}" in out
+        assert f"balance-opt check: FALSE PROOF: {path} {want[proof]}" in err.splitlines()
+    assert err.count("FALSE PROOF") == len(proofs)
+    code, out, _ = run(capsys, "check", path, "--library", library, "--json")
+    doc = json.loads(out)
+    assert (code, doc["summary"]["false_proofs"], doc["summary"]["claim_mismatches"]) == (1, 1, 1)
+    assert len(doc["solutions"][0]["false_proofs"]) == len(proofs)
+
+
+def test_an_honest_claim_below_the_best_known_passes(library: Path, tmp_path: Path, capsys: Any) -> None:
+    best = int(read_reference(library / "fig6")[STEMS[0]]["best_known"])
+    path = write(tmp_path / "honest.json", one_fewer(library, served=best - 1, status="feasible", bound=best))
+    code, out, err = run(capsys, "check", path, "--library", library)
+    assert (code, err) == (0, "")
+    assert "0 claim mismatches, 0 false proofs" in out
+
+
+def test_every_claim_present_is_compared_and_each_mismatch_listed(
+    library: Path, tmp_path: Path, capsys: Any
+) -> None:
+    doc = minimal(library, served=3, feasible=True, status="optimal", bound=3)
+    doc["assignment"] = dict.fromkeys(doc["assignment"], "ad")
+    path = write(tmp_path / "all-wrong.json", {**doc, "z": 1.0})
+    code, out, _ = run(capsys, "check", path, "--library", library, "--json")
+    assert code == 1
+    (s,) = json.loads(out)["solutions"]
+    k = len(doc["assignment"])
+    assert s["claim_mismatches"][0] == f"claims served 3, the evaluator counts {k}"
+    assert s["claim_mismatches"][1].startswith("claims feasible true, but the schedule is infeasible: ")
+    assert s["claim_mismatches"][2].startswith('claims status "optimal", but the schedule is infeasible: ')
+    held = f"the library's fig6/{STEMS[0]} holds a feasible schedule serving"
+    assert s["claim_mismatches"][3].startswith(f"claims a proved bound 3, but {held}")
+    assert s["false_proofs"] == s["claim_mismatches"][3:]
+    # a bound below the schedule's own served count is refuted by the evaluator alone
+    path = write(tmp_path / "low.json", minimal(library, bound=2))
+    code, out, _ = run(capsys, "check", path, "--library", library, "--json")
+    (s,) = json.loads(out)["solutions"]
+    assert code == 1
+    assert s["false_proofs"] == [f"claims a proved bound 2 below its own {s['served']} served users"]
+
+
+def test_an_infeasible_schedule_names_its_first_violated_rule(
+    library: Path, tmp_path: Path, capsys: Any
+) -> None:
+    """In the text table, the --json note and check.md; the table names each solution file."""
+    doc = minimal(library)
+    doc["assignment"] = dict.fromkeys(doc["assignment"], "sd")
+    bad = write(tmp_path / "all-sd.json", {**doc, "z": 0.0})
+    good = write(tmp_path / "best.json", minimal(library))
+    code, out, _ = run(capsys, "check", bad, good, "--library", library, "--out", tmp_path / "r")
+    assert code == 1
+    rule = re.compile(r"INFEASIBLE: (user u\d+ \(sd\) completes at [\d.e+-]+ s, [\d.e+-]+ s after its "
+                      r"deadline [\d.e+-]+ s \(20\), \(21c\)|memory [\d.e+]+ B exceeds the capacity "
+                      r"[\d.e+]+ B by [\d.e+]+ B \(21d\))( \(and \d+ more violations?\))?")  # fmt: skip
+    assert rule.search(out), out
+    head, *lines = out.splitlines()
+    assert head.split()[:2] == ["solution", "instance"]
+    assert [line.split()[:2] for line in lines[:3:2]] == [[str(bad), STEMS[0]], [str(good), STEMS[0]]]
+    assert rule.search((tmp_path / "r" / "check.md").read_text())
+    code, out, _ = run(capsys, "check", bad, "--library", library, "--json")
+    (s,) = json.loads(out)["solutions"]
+    assert rule.fullmatch(s["note"]), s["note"]
+    assert s["violation"] == s["note"].removeprefix("INFEASIBLE: ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -124,6 +125,7 @@ def test_real_cluster_batch_survives_a_killed_worker(tmp_path: Path) -> None:
         make_config("test-pid-sleep", {"pid_file": str(pid_file)}, time_limit_s=1),
     ]
     seen: Counter[tuple[str, str]] = Counter()
+    said: list[str] = []
     run = tmp_path / "run"
     with (
         dask_cluster(tmp_path / "cluster", workers=2) as cluster,
@@ -138,10 +140,19 @@ def test_real_cluster_batch_survives_a_killed_worker(tmp_path: Path) -> None:
             run,
             # A grace that covers a fresh child's imports on a loaded machine, so that the
             # sleeper has written its pid before it is killed.
-            executor=DaskExecutor(client, grace_s=4.0),
+            executor=DaskExecutor(client, grace_s=4.0, say=said.append),
             on_solution=lambda doc: seen.update([(doc["instance"], doc["run"]["config"])]),
         )
         killer.join(timeout=5)
+    # the client said that the worker left and that the solves it held (running or assigned to
+    # it) run again
+    left = [m for m in said if " left the cluster " in m]
+    assert len(left) == 1, said
+    assert re.fullmatch(
+        r"dask worker tcp://\S+ left the cluster \(1 left\); [1-9]\d* solve\(s\) of this batch it held run "
+        r"again on another worker",
+        left[0],
+    ), said
     df = table(run).set_index(["instance", "config"])
     print(
         df[["status", "served", "runtime_s", "host", "error"]].to_string(), killed, dict(seen)
@@ -214,6 +225,68 @@ def test_lost_scheduler_stops_cleanly_and_a_new_one_resumes(tmp_path: Path) -> N
     assert set(df["status"]) == {"feasible"}, df["error"].dropna().tolist()
 
 
+def test_a_batch_without_workers_says_so_once_and_goes_on_when_one_joins(tmp_path: Path) -> None:
+    inst = make_instances(tmp_path / "inst", 2, users=2)
+    said: list[str] = []
+    with (
+        distributed.LocalCluster(
+            n_workers=0, threads_per_worker=1, processes=False, protocol="tcp://", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster.scheduler_address) as client,
+    ):
+        out: list[Any] = []
+        batch = threading.Thread(
+            target=lambda: out.append(
+                run_batch([inst], [make_config("ad-only")], executor=DaskExecutor(client, say=said.append))
+            )
+        )
+        batch.start()
+        end = time.monotonic() + 30
+        while not said and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.5)  # no second message while it waits
+        assert said == [
+            f"no dask worker is connected to the scheduler at {cluster.scheduler_address}; "
+            "waiting up to 60 s for one to join"
+        ]
+        cluster.scale(1)
+        batch.join(timeout=60)
+    assert not batch.is_alive()
+    assert out[0].solved == 2
+    assert len(said) == 2
+    assert re.fullmatch(r"dask worker \S+ joined; the batch goes on", said[1]), said
+
+
+def test_the_watch_says_each_change_once() -> None:
+    """Worker events as the scheduler sends them: leaving with solves of the batch, none left, joining."""
+    from balance_opt.batch.dask_executor import ClusterWatch
+
+    said: list[str] = []
+    watch = ClusterWatch("tcp://s:1", ["w1", "w2"], said.append)
+    for key in ("a", "b", "c"):
+        watch.track(key, True)
+    watch.track("c", False)  # answered: no longer the batch's concern
+
+    def event(action: str, worker: str, **keys: list[str]) -> None:
+        watch.on_event((0.0, {"action": action, "worker": worker, **keys}))
+
+    event("remove-worker", "w1", **{"processing-tasks": ["a", "x"], "lost-computed-tasks": ["c"]})
+    event("gather", "w2")
+    event("remove-worker", "w2", **{"processing-tasks": ["b"], "lost-computed-tasks": []})
+    event("add-worker", "w3")
+    event("add-worker", "w3")  # told twice: still one worker
+    event("add-worker", "w4")
+    event("remove-worker", "w4")
+    again = "1 solve(s) of this batch it held run again on another worker"
+    assert said == [
+        f"dask worker w1 left the cluster (1 left); {again}",
+        f"dask worker w2 left the cluster (0 left); {again}",
+        "no dask worker is connected to the scheduler at tcp://s:1; the batch waits until one joins",
+        "dask worker w3 joined; the batch goes on",
+        "dask worker w4 left the cluster (1 left)",
+    ]
+
+
 def test_unreachable_scheduler_is_one_line_exit_3(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -272,10 +345,19 @@ def test_an_answer_lost_in_transit_is_solved_again_or_a_lost_scheduler(tmp_path:
     data = read_bytes(path)
     task = make_task(make_config("ad-only"), data, str(path), sha256_bytes(data), path.stem)
     client = type("Client", (), {"status": "running", "scheduler": None})()
-    ex = DaskExecutor(client)
+    said: list[str] = []
+    ex = DaskExecutor(client, say=said.append)
     refetches: Counter[int] = Counter()
     reset = _Future("finished", OSError("Connection reset by peer"))
     assert [ex._answer(reset, task, refetches) for _ in range(MAX_REFETCHES)] == [None] * MAX_REFETCHES
+    assert (
+        said
+        == [
+            f"the answer of {path.stem} / ad-only was lost before it was fetched "
+            "(OSError: Connection reset by peer); solving it again"
+        ]
+        * MAX_REFETCHES
+    )
     assert "OSError: Connection reset by peer" in ex._answer(reset, task, refetches)["error"]  # type: ignore[index]
     with pytest.raises(SchedulerLost):
         ex._answer(_Future("cancelled", RuntimeError("cancelled")), task, refetches)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -64,3 +65,10 @@ def test_shrunken_ablation_experiment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (tmp_path / "fig7a" / "figures" / "sweep-users.png").exists()
     assert main(args) == 0  # a rerun solves nothing new and rebuilds the same report
     assert len(read_results([tmp_path / "runs" / "k"])) == 20
+    # --report-only: the same report from the results table, with no instance written or solved
+    readme = (tmp_path / "fig7a" / "README.md").read_bytes()
+    shutil.rmtree(tmp_path / "instances")
+    (tmp_path / "fig7a" / "README.md").unlink()
+    assert main([*args, "--report-only"]) == 0
+    assert (tmp_path / "fig7a" / "README.md").read_bytes() == readme
+    assert not (tmp_path / "instances").exists()

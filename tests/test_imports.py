@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "errors",
         "crmath",
         "status",
+        "claims",
         "instance",
         "profiles",
         "model",

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance, InvalidInstance
 from balance_opt.io import (
     InputError,
+    atomic_write,
     instance_bytes,
     instance_from_dict,
     instance_to_dict,
@@ -192,3 +197,22 @@ def test_a_fractional_count_is_not_truncated() -> None:
     with pytest.raises(InvalidInstance, match=r"users\[1\]\.output_tokens: must be an integer >= 1, got 2.5"):
         read_instance(TINY).replace(output_tokens=np.array([3.0, 2.5]))
     assert read_instance(TINY).replace(output_tokens=np.array([3.0, 2.0])).output_tokens.tolist() == [3, 2]
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_written_files_follow_the_umask(tmp_path: Path, mask: int) -> None:
+    """An atomic write ends with the mode any other tool's file gets, not the temporary's 0600."""
+    with umask(mask):
+        path = write_instance(read_instance(TINY), tmp_path / "sub" / "inst.json")
+        again = atomic_write(path, b"{}")  # replacing a file: the new one follows the umask too
+    assert stat.S_IMODE(again.stat().st_mode) == 0o666 & ~mask
+    assert [p.name for p in path.parent.iterdir()] == ["inst.json"]  # no temporary left

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from pathlib import Path
@@ -62,10 +63,11 @@ def test_statistics_match_hand_computations() -> None:
     assert s.loc["ad-only", "below_half"] == 6
     assert s.loc["ad-only", "below_half_p2"] == 6
     thr = [(k - seed) // 3 / k for k in (10, 20, 30) for seed in (1, 2)]
-    m, lo, hi = stats.mean_ci(thr)
     assert s.loc["ad-only", "throughput_mean"] == pytest.approx(np.mean(thr))
-    half = 2.5706 * np.std(thr, ddof=1) / math.sqrt(6)  # t_{0.975, 5}
-    assert (lo, hi) == pytest.approx((m - half, m + half))
+    lo, hi = textbook_share_ci(thr, [10, 10, 20, 20, 30, 30])
+    assert (s.loc["ad-only", "throughput_ci_low"], s.loc["ad-only", "throughput_ci_high"]) == pytest.approx(
+        (lo, hi)
+    )
     assert stats.shifted_geomean([0.001, 0.003]) == pytest.approx(math.sqrt(0.002 * 0.004) - 0.001)
     assert stats.swept_parameters(df) == ["gen_users"]
     ratios, configs = stats.performance_profile(df)
@@ -73,16 +75,52 @@ def test_statistics_match_hand_computations() -> None:
     assert (ratios["ad-only"] == 1.0).all()
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=40))
-def test_mean_ci_against_textbook_formula(values: list[float]) -> None:
-    m, lo, hi = stats.mean_ci(values)
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    t = stats.t_quantile_975(n - 1)
-    assert m == pytest.approx(mean, abs=1e-12)
-    assert hi - lo == pytest.approx(2 * t * math.sqrt(var / n), abs=1e-9)
+def textbook_share_ci(shares: list[float], users: list[int]) -> tuple[float, float]:
+    """Wilson's score interval at Korn and Graubard's effective sample size, written out."""
+    n = len(shares)
+    p = sum(shares) / n
+    se2 = sum((x - p) ** 2 for x in shares) / (n - 1) / n
+    n_eff = sum(users) if len(set(shares)) == 1 else p * (1 - p) / se2
+    z = 1.959963984540054
+    n_star = n_eff * (z / stats.t_quantile_975(n - 1)) ** 2
+    center = p + z**2 / (2 * n_star)
+    root = z * math.sqrt(p * (1 - p) / n_star + z**2 / (4 * n_star**2))
+    denom = 1 + z**2 / n_star
+    return max(0.0, (center - root) / denom), min(1.0, (center + root) / denom)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 40)), min_size=2, max_size=40))
+def test_share_ci_against_the_textbook_formula(rows: list[tuple[int, int]]) -> None:
+    """Shares served / K: the interval is the written-out formula's, within [0, 1], around the mean."""
+    shares = [min(s, k) / k for s, k in rows]
+    users = [k for _, k in rows]
+    m, lo, hi = stats.share_ci(shares, users)
+    assert m == pytest.approx(sum(shares) / len(shares), abs=1e-12)
+    want = textbook_share_ci(shares, users)
+    assert (min(lo, m), max(hi, m)) == pytest.approx((min(want[0], m), max(want[1], m)), abs=1e-9)
+    assert 0.0 <= lo <= m <= hi <= 1.0
+
+
+def test_a_share_interval_respects_the_unit_range() -> None:
+    """The issue's case: shares close to 1 whose Student-t interval reaches above 1."""
+    shares = [1.0, 1.0, 0.9, 0.95, 0.945]
+    n = len(shares)
+    mean = sum(shares) / n
+    half = stats.t_quantile_975(n - 1) * float(np.std(shares, ddof=1)) / math.sqrt(n)
+    assert mean + half > 1.0  # what the report printed before
+    m, lo, hi = stats.share_ci(shares, [30] * n)
+    assert lo < m < hi <= 1.0
+    # away from 0 and 1, with many instances, it is the Student-t interval
+    mid = [0.4, 0.5, 0.6, 0.45, 0.55] * 8
+    m, lo, hi = stats.share_ci(mid, [1000] * len(mid))
+    half = stats.t_quantile_975(len(mid) - 1) * float(np.std(mid, ddof=1)) / math.sqrt(len(mid))
+    assert (lo, hi) == pytest.approx((m - half, m + half), abs=2e-3)
+    assert math.isnan(stats.share_ci([0.5], [10])[1])
+    # no spread: as certain as the users served, not more (a Student-t interval collapses to a point)
+    m, lo, hi = stats.share_ci([0.1] * 3, [30] * 3)
+    assert (lo, hi) == pytest.approx(textbook_share_ci([0.1] * 3, [30] * 3))
+    assert lo < 0.1 < hi
 
 
 def test_t_quantiles_continue_the_table() -> None:
@@ -135,3 +173,46 @@ def test_sweeps_are_found_within_each_preset(tmp_path: Path) -> None:
         "## Normalized throughput against number of users K (preset `fig4`)",
         "## Normalized throughput against maximum input length LImax (tokens) (preset `fig5`)",
     ]
+
+
+def test_counts_without_an_optimum_are_a_dash_not_zero() -> None:
+    """No P2 optimum computed: '< 1/2 (P2)' says '-' (summary.csv: empty), never 0."""
+    from balance_opt.report.build import summary_markdown
+
+    summary = stats.summary(frame([{**r, "p2_optimum": None} for r in tiny_rows()]))
+    readme = summary_markdown(summary)
+    head = next(line for line in readme.splitlines() if line.startswith("| config | rows |"))
+    columns = [c.strip() for c in head.strip("|").split("|")]
+    for config in ("ad-only", "balance", "exhaustive"):
+        line = next(x for x in readme.splitlines() if x.startswith(f"| {config} |"))
+        cells = dict(zip(columns, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        assert (cells["ratio min (P2)"], cells["< 1/2 (P2)"]) == ("-", "-")
+        assert cells["< 1/2 (P1)"] == ("6" if config == "ad-only" else "0")
+    assert summary["below_half_p2"].isna().all()  # an empty cell in summary.csv
+
+
+def test_every_series_stays_visible() -> None:
+    """Coinciding series: later ones narrower and on top, each its own marker and dashes; legends
+    outside the axes; the proved optimum's line above every solver's."""
+    import matplotlib.pyplot as plt
+
+    from balance_opt.report import figures
+
+    df = frame(tiny_rows())
+    ax = figures.plot_sweep(df, "gen_users")
+    lines = ax.get_lines()
+    assert len(lines) == 3
+    assert len({(line.get_marker(), line.get_linestyle()) for line in lines}) == 3
+    for below, above in itertools.pairwise(lines):
+        assert below.get_linewidth() > above.get_linewidth()
+        assert below.get_markersize() > above.get_markersize()
+        assert below.get_zorder() < above.get_zorder()
+    ax.figure.canvas.draw()
+    legend_box = ax.get_legend().get_window_extent()
+    assert legend_box.x0 >= ax.get_window_extent().x1  # right of the axes: it covers no point
+    plt.close(ax.figure)
+    ax = figures.plot_throughput_vs_optimum(df)
+    optimum, *solvers = ax.get_lines()
+    assert optimum.get_label() == "proved optimum (P1)"
+    assert optimum.get_zorder() > max(line.get_zorder() for line in solvers)
+    plt.close(ax.figure)

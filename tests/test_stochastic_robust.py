@@ -168,3 +168,16 @@ def test_simulate_command(capsys: pytest.CaptureFixture[str], fig4: Path, tmp_pa
     code, _, err = run(capsys, "simulate", fig4, sol, "--trials", "0")
     assert code == 2
     assert err.count("\n") == 1
+
+
+def test_simulate_a_minimal_solution(capsys: pytest.CaptureFixture[str], fig4: Path, tmp_path: Path) -> None:
+    """A solution with only the required fields (no instance_sha256) is simulated, not a KeyError."""
+    code, out, _ = run(capsys, "solve", fig4, "--solver", "balance", "--json")
+    full = json.loads(out)
+    sol = tmp_path / "mine.json"
+    sol.write_text(json.dumps({k: full[k] for k in ("schema", "version", "instance", "z", "assignment")}))
+    code, out, err = run(capsys, "simulate", fig4, sol, "--trials", "20", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["instance_sha256_matches"] is None
+    code, out, err = run(capsys, "simulate", fig4, sol, "--trials", "20")
+    assert (code, err) == (0, "")

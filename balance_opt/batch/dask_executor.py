@@ -9,6 +9,11 @@ scheduler; a task that keeps killing workers comes back as ``KilledWorker`` and 
 an ``error`` row; one whose answer is lost in transit is solved again. A lost scheduler
 ends the batch with :class:`SchedulerLost`: every solution already received is saved,
 and a rerun against a new scheduler resumes.
+
+None of this is silent: the client follows the scheduler's worker events
+(:class:`ClusterWatch`) and says once, on standard error, when no worker is connected,
+when a worker leaves (with how many of the batch's solves run again elsewhere) and when
+a solve is run again because its answer was lost.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing as mp
+import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from balance_opt.batch.pool import DEFAULT_GRACE_S, LocalPool
@@ -40,6 +46,55 @@ class ClusterError(RuntimeError):
 
 class SchedulerLost(ClusterError):
     """The scheduler went away during the batch; the solutions received so far are kept."""
+
+
+def say_on_stderr(message: str) -> None:
+    """The batch's default voice: one line on standard error."""
+    print(f"balance-opt solve: {message}", file=sys.stderr, flush=True)
+
+
+class ClusterWatch:
+    """Follows the scheduler's worker events (topic ``all``) and says what they mean for the batch.
+
+    Once each: no worker connected (until one joins), a worker that left and how many of
+    the batch's solves it held (running or queued there, or finished but not fetched),
+    which the scheduler runs again on another worker. The handler runs on the client's
+    event loop.
+    """
+
+    def __init__(self, address: str, workers: Iterable[str], say: Callable[[str], None]) -> None:
+        # addresses, not a count: an event may repeat what the first listing already holds
+        self.address, self.workers, self.say = address, set(workers), say
+        self.waiting = False  # "no worker" said, and no worker has joined since
+        self._ours: set[Any] = set()  # keys of the batch's tasks not answered yet
+        self._lock = threading.Lock()
+
+    def track(self, key: Any, running: bool) -> None:
+        with self._lock:
+            (self._ours.add if running else self._ours.discard)(key)
+
+    def no_worker(self, why: str) -> None:
+        if not self.waiting:
+            self.waiting = True
+            self.say(f"no dask worker is connected to the scheduler at {self.address}; {why}")
+
+    def on_event(self, event: tuple[float, Any]) -> None:
+        msg = event[1]
+        action = msg.get("action") if isinstance(msg, dict) else None
+        if action == "add-worker":
+            self.workers.add(msg.get("worker"))
+            if self.waiting:
+                self.waiting = False
+                self.say(f"dask worker {msg.get('worker')} joined; the batch goes on")
+        elif action == "remove-worker":
+            self.workers.discard(msg.get("worker"))
+            held = set(msg.get("processing-tasks") or ()) | set(msg.get("lost-computed-tasks") or ())
+            with self._lock:
+                n = len(held & self._ours)
+            rerun = f"; {n} solve(s) of this batch it held run again on another worker" if n else ""
+            self.say(f"dask worker {msg.get('worker')} left the cluster ({len(self.workers)} left){rerun}")
+            if not self.workers:
+                self.no_worker("the batch waits until one joins")
 
 
 def _distributed() -> Any:
@@ -75,12 +130,18 @@ class DaskExecutor:
     """
 
     def __init__(
-        self, client: Any, jobs: int | None = None, grace_s: float = DEFAULT_GRACE_S, cluster: Any = None
+        self,
+        client: Any,
+        jobs: int | None = None,
+        grace_s: float = DEFAULT_GRACE_S,
+        cluster: Any = None,
+        say: Callable[[str], None] = say_on_stderr,
     ) -> None:
         self.client = client
         self.jobs = jobs
         self.grace_s = grace_s
         self.cluster = cluster  # closed with the client: a local cluster started for this batch
+        self.say = say  # what the batch tells its user about the cluster
 
     @classmethod
     def connect(cls, address: str | None, jobs: int | None = None) -> DaskExecutor:
@@ -114,13 +175,20 @@ class DaskExecutor:
     def _address(self) -> str:
         return str(getattr(self.client.scheduler, "address", None) or "?")
 
-    def _wait_for_workers(self) -> None:
+    def _watch(self) -> ClusterWatch:
+        """Follow the cluster's workers; wait for a first one (saying so) when none is connected."""
         try:
+            watch = ClusterWatch(self._address(), (), self.say)
+            self.client.subscribe_topic("all", watch.on_event)  # first, so that no change is missed
+            watch.workers |= set(self.client.nthreads())
+            if not watch.workers:
+                watch.no_worker(f"waiting up to {WORKER_WAIT_S:g} s for one to join")
             self.client.wait_for_workers(1, timeout=WORKER_WAIT_S)
         except (TimeoutError, OSError):
             raise ClusterError(
                 f"no dask worker joined the scheduler at {self._address()} within {WORKER_WAIT_S:g} s"
             ) from None
+        return watch
 
     def run(self, tasks: Sequence[Task], on_done: Callable[[Task, dict[str, Any]], None]) -> None:
         distributed = _distributed()
@@ -135,13 +203,15 @@ class DaskExecutor:
                 task = pending.pop()
                 fut = self.client.submit(solve_on_worker, task, self.grace_s, pure=False)
                 running[fut] = task
+                watch.track(fut.key, True)
                 done.add(fut)
 
-        self._wait_for_workers()
         try:
+            watch = self._watch()
             submit()
             for fut in done:
                 task = running.pop(fut)
+                watch.track(fut.key, False)
                 doc = self._answer(fut, task, refetches)
                 if doc is None:
                     pending.append(task)  # its answer was lost in transit: solve it again, next
@@ -149,8 +219,10 @@ class DaskExecutor:
                     on_done(task, doc)
                 submit()
         finally:
+            # Best effort: a client without its scheduler cannot cancel, and must not mask why.
+            with contextlib.suppress(Exception):
+                self.client.unsubscribe_topic("all")
             if running:
-                # Best effort: a client without its scheduler cannot cancel, and must not mask why.
                 with contextlib.suppress(Exception):
                     self.client.cancel(list(running))
 
@@ -174,9 +246,16 @@ class DaskExecutor:
             why = f"{type(exc).__name__}: {_one_line(exc)}"
             if fut.status != "error" and refetches[id(task)] < MAX_REFETCHES:
                 refetches[id(task)] += 1
+                self.say(
+                    f"the answer of {_pair(task)} was lost before it was fetched ({why}); solving it again"
+                )
                 return None
             return failed_doc(task, Termination.CRASHED, f"dask task failed: {why}", 0.0)
         return doc
+
+
+def _pair(task: Task) -> str:
+    return f"{task['stem']} / {task['config']['name']}"
 
 
 def _one_line(exc: BaseException) -> str:

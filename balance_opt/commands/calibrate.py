@@ -46,7 +46,12 @@ def handle(args: argparse.Namespace) -> int:
         fits = fit_models(models, rows)
     except FitError as exc:
         raise InputError(str(args.timings), "", str(exc)) from None
+    # the command that writes this profile again: every option that changes the file
     argv = ["balance-opt", "calibrate", str(args.timings), "--llm", args.llm, "--slm", args.slm]
+    if args.name is not None:
+        argv += ["--name", args.name]
+    if args.memory_bytes is not None:
+        argv += ["--memory-bytes", repr(args.memory_bytes)]
     text = profile_json(
         args.name or args.out.stem, " ".join(shlex.quote(a) for a in argv), names, fits, args.memory_bytes
     )

@@ -1,8 +1,10 @@
 """``balance-opt check``: score solutions from any solver against the benchmark library.
 
 Exit status 0 when every schedule is matched and feasible and its claims hold, 1 when
-one is infeasible or claims what the evaluator does not confirm, 2 on bad input (an
-unknown instance, a malformed file; one line each on standard error).
+one is infeasible or claims what the evaluator or the library refutes (a claimed bound or
+optimum below the library's best feasible schedule is a FALSE PROOF, also said on standard
+error), 2 on bad input (an unknown instance, a malformed file; one line each on standard
+error).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def register(sub: Any) -> None:
         "(by instance_sha256, else by instance name) and compare it with the best known value. "
         "SOLUTION_OR_DIR: solution files, folders of them (searched recursively), or results "
         "tables (results.csv / results.parquet of a run folder). Exit status 0: all feasible and "
-        "matched; 1: an infeasible schedule or a claim the evaluator does not confirm; 2: bad input.",
+        "matched; 1: an infeasible schedule or a claim the evaluator or the library refutes (a bound "
+        "or optimality claim below the library's best feasible schedule is a FALSE PROOF); 2: bad input.",
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="SOLUTION_OR_DIR")
     p.add_argument(
@@ -51,8 +54,9 @@ def note(s: Score) -> str:
     elif s.new_record:
         parts.append(f"NEW RECORD: serves {s.served}, best known {s.best_known}")
     if not s.feasible:
-        parts.append("INFEASIBLE")
-    parts += [f"claim mismatch: {m}" for m in s.claim_mismatches]
+        parts.append(f"INFEASIBLE: {s.violation}")
+    parts += [f"FALSE PROOF: {m}" for m in s.false_proofs]
+    parts += [f"claim mismatch: {m}" for m in s.claim_mismatches if m not in s.false_proofs]
     return "; ".join(parts)
 
 
@@ -90,6 +94,7 @@ def summary(scores: Sequence[Score], errors: int) -> dict[str, int]:
         "at_best_known": sum(s.feasible and s.gap == 0 for s in scores),
         "new_records": sum(s.new_record for s in scores),
         "claim_mismatches": sum(bool(s.claim_mismatches) for s in scores),
+        "false_proofs": sum(bool(s.false_proofs) for s in scores),
         "bad_inputs": errors,
     }
 
@@ -106,7 +111,7 @@ def write_out(folder: Path, table: Sequence[dict[str, Any]]) -> None:
 
 
 def print_text(table: Sequence[dict[str, Any]], totals: dict[str, int]) -> None:
-    head = ("instance", "feasible", "served", "best_known", "gap", "ratio", "solver")
+    head = ("solution", "instance", "feasible", "served", "best_known", "gap", "ratio", "solver")
     widths = [max([len(h), *(len(_text(r[h])) for r in table)]) for h in head]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
     for r in table:
@@ -126,6 +131,8 @@ def handle(args: argparse.Namespace) -> int:
     for s in scores:
         if s.new_record or s.above_bound:
             print(f"balance-opt check: {note(s)} ({s.set}/{s.instance}, {s.solution})", file=sys.stderr)
+        for proof in s.false_proofs:  # a wrong "optimal" is the worst defect: never only in the table
+            print(f"balance-opt check: FALSE PROOF: {s.solution} {proof}", file=sys.stderr)
     table = rows(scores)
     totals = summary(scores, len(errors))
     if args.out is not None:

@@ -25,7 +25,10 @@ def register(sub: Any) -> None:
         "evaluate",
         help="re-check a solution: latencies, memory, violations",
         description="Evaluate a schedule of INSTANCE: from a SOLUTION file, from --z and --assign, "
-        "or, with --compare-modes, all users in AD at z=1 against all users in SD at z=0.",
+        "or, with --compare-modes, all users in AD at z=1 against all users in SD at z=0. A SOLUTION "
+        "must name INSTANCE (instance_sha256, else instance). Exit status 0 when the evaluation is "
+        "printed, feasible or not (1 for an infeasible schedule or a refuted claim with "
+        "--fail-on-infeasible); 2 on bad input.",
     )
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
     p.add_argument("solution", type=Path, nargs="?", metavar="SOLUTION", help="solution file")
@@ -37,6 +40,18 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--compare-modes", action="store_true", help="all-AD at z=1 vs all-SD at z=0")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--fail-on-infeasible",
+        action="store_true",
+        help="exit with status 1 when the schedule is infeasible or the solution file claims what the "
+        "evaluator refutes (default: exit 0 whenever the evaluation is printed)",
+    )
+    p.add_argument(
+        "--other-instance",
+        action="store_true",
+        help="evaluate a solution on INSTANCE although it names another instance (same user ids); "
+        "without it that is bad input (exit status 2)",
+    )
     p.set_defaults(func=handle)
 
 
@@ -59,31 +74,46 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
     """The schedule to evaluate and notes about where it came from."""
     from balance_opt.errors import UsageError
     from balance_opt.evaluate import Schedule
-    from balance_opt.io import read_bytes, read_solution, sha256_bytes
+    from balance_opt.io import check_solution_dict, read_bytes, read_solution, sha256_bytes
 
     if args.solution is not None:
         if args.z is not None or args.assign is not None:
             raise UsageError("give either a SOLUTION file or --z/--assign, not both")
-        doc = read_solution(args.solution, inst)
+        doc = read_solution(args.solution)
+        data = read_bytes(args.instance)
+        if not args.other_instance:
+            _same_instance(doc, str(args.solution), inst, data, str(args.instance))
+        check_solution_dict(doc, str(args.solution), inst)  # the user ids, once the instance is right
         sha = doc.get("instance_sha256")
         notes = {
             "solution": str(args.solution),
             "solver": doc.get("solver"),
             "status": doc.get("status"),
-            "instance_sha256_matches": None
-            if sha is None
-            else sha == sha256_bytes(read_bytes(args.instance)),
+            "instance_sha256_matches": None if sha is None else sha == sha256_bytes(data),
             "claimed_served": doc.get("served"),
             "claimed_feasible": doc.get("feasible"),
             "claims": doc,
         }
         return Schedule.from_assignment(inst, doc["z"], doc["assignment"]), notes
+    if args.other_instance:
+        raise UsageError("--other-instance goes with a SOLUTION file")
     if args.z is None:
         raise UsageError("give a SOLUTION file, --z Z (with --assign) or --compare-modes")
     if not 0.0 <= args.z <= 1.0:
         raise UsageError(f"--z must be in [0, 1], got {args.z!r}")
     assignment = parse_assign(inst, args.assign or "")
     return Schedule.from_assignment(inst, args.z, assignment), {}
+
+
+def _same_instance(doc: dict[str, Any], source: str, inst: Instance, data: bytes, where: str) -> None:
+    """Bad input unless the solution names ``inst`` (checked before its user ids, to say why)."""
+    from balance_opt.claims import instance_mismatch
+    from balance_opt.errors import InputError
+    from balance_opt.io import sha256_bytes
+
+    other = instance_mismatch(doc, inst.name, sha256_bytes(data), where)
+    if other is not None:
+        raise InputError(source, other[0], other[1] + " (--other-instance evaluates it anyway)")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -95,6 +125,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.compare_modes:
         if args.solution is not None or args.z is not None or args.assign is not None:
             raise UsageError("--compare-modes takes only INSTANCE")
+        if args.fail_on_infeasible or args.other_instance:
+            raise UsageError("--compare-modes takes no --fail-on-infeasible or --other-instance")
         return compare_modes(inst, args.json)
     schedule, notes = _schedule(args, inst)
     ev = evaluate(inst, schedule)
@@ -111,14 +143,15 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(doc, allow_nan=False))
     else:
         print(format_evaluation(inst, schedule, ev))
-    return 0
+    refuted = not ev.feasible or bool(notes.get("claim_mismatches"))
+    return 1 if args.fail_on_infeasible and refuted else 0
 
 
 def _warn_about_claims(
     args: argparse.Namespace, inst: Instance, notes: dict[str, Any], ev: Evaluation
 ) -> None:
     """Warn (standard error) where the solution names another instance or claims what is not so."""
-    from balance_opt.library.claims import claim_mismatches
+    from balance_opt.claims import Claims, mismatches
 
     claims = notes.pop("claims")
     warnings = []
@@ -126,9 +159,9 @@ def _warn_about_claims(
         warnings.append(f"instance_sha256 does not match {args.instance}")
     if claims.get("instance", inst.name) != inst.name:
         warnings.append(f"names instance {claims['instance']!r}, but {args.instance} is {inst.name!r}")
-    mismatches = claim_mismatches(claims, ev)
-    notes["claim_mismatches"] = mismatches
-    for w in [*warnings, *mismatches]:
+    found = mismatches(Claims.of_document(claims), ev)
+    notes["claim_mismatches"] = [m.message for m in found]
+    for w in [*warnings, *(("FALSE PROOF: " if m.false_proof else "") + m.message for m in found)]:
         print(f"balance-opt evaluate: warning: {args.solution}: {w}", file=sys.stderr)
 
 

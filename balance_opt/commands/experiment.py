@@ -27,6 +27,12 @@ def register(sub: Any) -> None:
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help="per-solve limit of the exact solvers")  # fmt: skip
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (Fig. 6 always uses 1)")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild the reports from the results tables in OUT/runs: no instance generated, nothing "
+        "solved (give the options of the run, which the reports state)",
+    )
     p.set_defaults(func=handler)
 
 
@@ -53,7 +59,7 @@ def handler(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         start = time.perf_counter()
-        results[name] = run_experiment(name, st)
+        results[name] = run_experiment(name, st, solve=not args.report_only)
         st.log(f"{name}: report in {st.out / name} ({time.perf_counter() - start:.0f} s)")
     if args.name == "all":
         path = write_overview(st.out, results, st)

@@ -46,11 +46,12 @@ def handle(args: argparse.Namespace) -> int:
     result = simulate(inst, schedule, args.trials, args.seed, args.output_cv)
     out = summary(inst, schedule, result, args.seed, args.output_cv)
     # the random model reads only LO, A and LD; the plan (sd_iterations) is the file's
-    out["instance_sha256_matches"] = doc["instance_sha256"] == sha256_bytes(read_bytes(args.instance))
+    sha = doc.get("instance_sha256")  # optional (docs/formats.md): null when the file has none
+    out["instance_sha256_matches"] = None if sha is None else sha == sha256_bytes(read_bytes(args.instance))
     if args.json:
         print(json.dumps(out, allow_nan=False))
         return 0
-    if not out["instance_sha256_matches"]:
+    if out["instance_sha256_matches"] is False:
         print(
             f"note: {args.solution} was solved for other instance bytes than {args.instance}", file=sys.stderr
         )

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from balance_opt.instance import Instance
+
+# Optional solution fields the ok line shows when they are present.
+SHOWN = ("instance", "solver", "status", "served", "bound")
 
 
 def register(sub: Any) -> None:
@@ -14,47 +20,60 @@ def register(sub: Any) -> None:
         help="check instance or solution files",
         description="Check each file against docs/formats.md and print 'FILE: ok (...)'. A bad file "
         "gets one line on standard error naming the file, the JSON path and the rule; the exit "
-        "status is then 2.",
+        "status is then 2. With --instance, each solution must name that instance and its claims "
+        "(served, feasible, status, bound) are compared with the evaluator: a refuted claim is one "
+        "line on standard error and exit status 1.",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="instance or solution files")
     p.add_argument(
         "--instance",
         type=Path,
-        help="check solutions against this instance too (user ids and instance_sha256)",
+        help="check solutions against this instance too (the instance they name, user ids, claims)",
     )
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.errors import InputError
-    from balance_opt.io import (
-        check_solution_dict,
-        read_bytes,
-        read_document,
-        read_instance,
-        sha256_bytes,
-    )
+    from balance_opt.io import read_bytes, read_document, read_instance
 
     inst = read_instance(args.instance) if args.instance is not None else None
-    sha = sha256_bytes(read_bytes(args.instance)) if args.instance is not None else None
-    bad = 0
+    data = read_bytes(args.instance) if args.instance is not None else b""
+    bad = refuted = 0
     for path in args.files:
         try:
             kind, doc = read_document(path)
             if kind == "instance":
                 print(f"{path}: ok (instance, K={doc.num_users})")
                 continue
-            if inst is not None:
-                check_solution_dict(doc, str(path), inst)
-                if doc["instance_sha256"] != sha:
-                    raise InputError(
-                        str(path), "instance_sha256", f"does not match the bytes of {args.instance}"
-                    )
-            print(
-                f"{path}: ok (solution, solver={doc['solver']}, status={doc['status']}, "
-                f"served={doc['served']})"
-            )
+            shown = [f"{k}={doc[k]}" for k in SHOWN if doc.get(k) is not None]
+            fields = ", ".join(shown or [f"instance_sha256={doc['instance_sha256'][:12]}..."])
+            if inst is None:
+                print(f"{path}: ok (solution, {fields}, claims not checked without --instance)")
+                continue
+            found = _claims_against(doc, str(path), inst, data, str(args.instance))
+            for message in found:
+                print(f"balance-opt validate: {path}: {message}", file=sys.stderr)
+            refuted += bool(found)
+            if not found:
+                print(f"{path}: ok (solution, {fields}, claims confirmed by the evaluator)")
         except InputError as exc:
             bad += 1
             print(f"balance-opt validate: error: {exc}", file=sys.stderr)
-    return 2 if bad else 0
+    return 2 if bad else 1 if refuted else 0
+
+
+def _claims_against(doc: dict[str, Any], source: str, inst: Instance, data: bytes, where: str) -> list[str]:
+    """The solution must name ``inst`` and fit it (InputError); its refuted claims, one line each."""
+    from balance_opt.claims import Claims, instance_mismatch, mismatches
+    from balance_opt.errors import InputError
+    from balance_opt.evaluate import Schedule, evaluate
+    from balance_opt.io import check_solution_dict, sha256_bytes
+
+    other = instance_mismatch(doc, inst.name, sha256_bytes(data), where)
+    if other is not None:
+        raise InputError(source, *other)
+    check_solution_dict(doc, source, inst)
+    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    found = mismatches(Claims.of_document(doc), ev)
+    return [("FALSE PROOF: " if m.false_proof else "claim mismatch: ") + m.message for m in found]

@@ -4,7 +4,9 @@ Each schedule is matched to a library instance by ``instance_sha256`` (or by
 ``instance``, the file stem, when there is no digest), re-checked by the evaluator and
 set beside the instance's reference: gap ``best_known - served``, ratio
 ``served / best_known``, and whether it beats the best known (a new record) or, worse,
-the proved bound (then a reference or the evaluator is wrong).
+the proved bound (then a reference or the evaluator is wrong). The file's claims are
+compared by :mod:`balance_opt.claims`, with the library's best schedule as known
+evidence: a claimed bound or optimum below it is a false proof.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from balance_opt.claims import Claims, Known, first_violation, mismatches
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.io import (
@@ -23,7 +26,6 @@ from balance_opt.io import (
     read_bytes,
     read_instance,
 )
-from balance_opt.library.claims import claim_mismatches
 from balance_opt.library.reference import read_reference
 from balance_opt.library.verify import set_folders
 
@@ -88,7 +90,9 @@ class Score:
     ratio: float | None
     new_record: bool
     above_bound: bool
+    violation: str | None = None  # the first violated rule of an infeasible schedule
     claim_mismatches: list[str] = field(default_factory=list)
+    false_proofs: list[str] = field(default_factory=list)  # among the mismatches: refuted proofs
 
     @property
     def ok(self) -> bool:
@@ -107,6 +111,8 @@ def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
     ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
     best, bound = int(entry.row["best_known"]), int(entry.row["bound"])
     feasible_served = ev.served if ev.feasible else None
+    known = Known(best, f"the library's {entry.set}/{entry.stem}")
+    found = mismatches(Claims.of_document(doc), ev, known)
     return Score(
         solution=source,
         instance=entry.stem,
@@ -121,7 +127,9 @@ def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
         ratio=None if feasible_served is None or best == 0 else round(feasible_served / best, 6),
         new_record=feasible_served is not None and feasible_served > best,
         above_bound=feasible_served is not None and feasible_served > bound,
-        claim_mismatches=claim_mismatches(doc, ev),
+        violation=None if ev.feasible else first_violation(ev),
+        claim_mismatches=[m.message for m in found],
+        false_proofs=[m.message for m in found if m.false_proof],
     )
 
 

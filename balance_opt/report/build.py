@@ -23,14 +23,19 @@ CONVENTIONS = f"""\
 How to read the numbers:
 
 - *normalized throughput* is served / K per solve; rows with status `error` (and solves
-  killed past their limit) count as serving 0. Means carry a two-sided 95% Student-t
-  interval over the instances (seeds) of the group.
+  killed past their limit) count as serving 0. Means over the instances (seeds) of a group
+  carry a 95% Wilson score interval at the effective sample size
+  `n* = p (1 - p) / SE^2 x (z / t)^2` (`SE` the standard error of the mean, `z` and `t` the
+  normal's and Student's 97.5% quantiles; where the shares do not vary, the group's users
+  stand in for `p (1 - p) / SE^2`), after Korn and Graubard (1998): unlike a Student-t
+  interval it stays within [0, 1], and away from 0 and 1 it is one.
 - an instance's *proved optimum* is `served` of any `optimal` row with the same instance
   sha256 (P1); *P2's optimum* is any row's `p2_optimum` (exhaustive P2 search on the
   same z / lambda grids). Gaps: absolute `opt - served`, relative `(opt - served) / opt`;
   ratio `served / opt`, with the count of solves below 1/2 (Theorem 1's guarantee is
-  against P2's optimum). Where no optimum is proved, the *gap to the best bound* uses the
-  smallest upper bound any solve proved (a MILP stopped by its limit still proves one).
+  against P2's optimum; `-` where no optimum was computed). Where no optimum is proved,
+  the *gap to the best bound* uses the smallest upper bound any solve proved (a MILP
+  stopped by its limit still proves one).
 - runtimes: shifted geometric mean `exp(mean(log(t + s))) - s` with `s = {stats.SGM_SHIFT_S * 1000:g} ms`
   over rows that are not `error`; wall-clock seconds of one solve in its own process.
 - gaps and ratios to the optimum are over the *with proved opt* solves only.
@@ -48,6 +53,11 @@ def fmt(value: Any, digits: int = 3) -> str:
             return f"{value:.{digits}g}"
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def count(value: Any) -> str:
+    """A count that may be undefined (no optimum to count against): '-' then, never 0."""
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(int(value))
 
 
 def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
@@ -82,9 +92,9 @@ def summary_markdown(summary: pd.DataFrame) -> str:
             ],
             "gap rel mean": s["gap_rel_mean"],
             "ratio min (P1)": s["ratio_min"],
-            "< 1/2 (P1)": s["below_half"],
+            "< 1/2 (P1)": [count(x) for x in s["below_half"]],
             "ratio min (P2)": s["ratio_p2_min"],
-            "< 1/2 (P2)": s["below_half_p2"],
+            "< 1/2 (P2)": [count(x) for x in s["below_half_p2"]],
             "gap to best bound, rel mean": s["bound_gap_rel_mean"],
             "runtime SGM (s)": s["runtime_sgm_s"],
         }

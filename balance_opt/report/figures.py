@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from balance_opt.io import atomic_write
 from balance_opt.report import stats
 from balance_opt.status import Status
 
@@ -48,8 +50,32 @@ def _axes(ax: Any) -> Any:
     return ax
 
 
-def _style(i: int) -> dict[str, Any]:
-    return {"marker": MARKERS[i % len(MARKERS)], "markersize": 4, "linewidth": 1.2}
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def _style(i: int, n: int) -> dict[str, Any]:
+    """Series ``i`` of ``n``: earlier series wider and bigger, later ones drawn on top of them.
+
+    Solvers often coincide (an exact solver and exhaustive search, BALANCE and an
+    ablation); with decreasing widths and marker sizes, distinct markers and dash patterns,
+    a series on top of another leaves the one below visible around it.
+    """
+    wide = (n - 1 - i) / max(n - 1, 1)  # 1 for the first series, 0 for the last
+    return {
+        "marker": MARKERS[i % len(MARKERS)],
+        "markersize": 3.5 + 5.0 * wide,
+        "linewidth": 1.0 + 2.4 * wide,
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "markeredgecolor": "white",
+        "markeredgewidth": 0.5,
+        "zorder": 2.0 + i / max(n, 1),
+    }
+
+
+def legend(ax: Any) -> None:
+    """The legend outside the axes, right of them, so that it covers no point."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
 
 
 def plot_sweep(df: pd.DataFrame, param: str, configs: Sequence[str] | None = None, ax: Any = None) -> Any:
@@ -59,13 +85,17 @@ def plot_sweep(df: pd.DataFrame, param: str, configs: Sequence[str] | None = Non
     names = [c for c in (configs or sorted(table["config"].unique())) if c in set(table["config"])]
     for i, config in enumerate(names):
         g = table[table["config"] == config]
-        (line,) = ax.plot(g[param], g["throughput_mean"], label=config, **_style(i))
+        (line,) = ax.plot(g[param], g["throughput_mean"], label=config, **_style(i, len(names)))
         if g["ci_low"].notna().any():
-            ax.fill_between(g[param], g["ci_low"], g["ci_high"], color=line.get_color(), alpha=0.12)
+            ax.fill_between(
+                g[param], g["ci_low"], g["ci_high"], color=line.get_color(), alpha=0.08, linewidth=0, zorder=1
+            )
     ax.set_xlabel(label(param))
     ax.set_ylabel("normalized throughput (served / K)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7)
+    # the data's range, not all of [0, 1]: close series are told apart
+    low, high = ax.get_ylim()
+    ax.set_ylim(max(low, -0.02), min(high, 1.02))
+    legend(ax)
     return ax
 
 
@@ -73,13 +103,14 @@ def plot_runtime_vs_users(df: pd.DataFrame, ax: Any = None) -> Any:
     """Median runtime against K, log scale (Fig. 6a)."""
     ax = _axes(ax)
     ok = df[df["status"] != Status.ERROR]
-    for i, (config, g) in enumerate(ok.groupby("config", sort=True)):
+    groups = list(ok.groupby("config", sort=True))
+    for i, (config, g) in enumerate(groups):
         med = g.groupby("K")["runtime_s"].median()
-        ax.plot(med.index, med.to_numpy(), label=config, **_style(i))
+        ax.plot(med.index, med.to_numpy(), label=config, **_style(i, len(groups)))
     ax.set_yscale("log")
     ax.set_xlabel("number of users K")
     ax.set_ylabel("runtime (s, median over seeds)")
-    ax.legend(fontsize=7)
+    legend(ax)
     return ax
 
 
@@ -89,13 +120,15 @@ def plot_throughput_vs_optimum(df: pd.DataFrame, ax: Any = None) -> Any:
     d = stats.with_derived(df).dropna(subset=["optimum"])
     opt = d.drop_duplicates("instance_sha256").assign(t=lambda x: x["optimum"] / x["K"])
     mean_opt = opt.groupby("K")["t"].mean()
-    ax.plot(mean_opt.index, mean_opt.to_numpy(), "k--", linewidth=1.5, label="proved optimum (P1)")
-    for i, (config, g) in enumerate(d.groupby("config", sort=True)):
+    # on top of every solver's line: the solvers that reach the optimum would hide it
+    ax.plot(mean_opt.index, mean_opt.to_numpy(), "k--", linewidth=1.2, label="proved optimum (P1)", zorder=4)
+    groups = list(d.groupby("config", sort=True))
+    for i, (config, g) in enumerate(groups):
         m = g.groupby("K")["throughput"].mean()
-        ax.plot(m.index, m.to_numpy(), label=config, **_style(i))
+        ax.plot(m.index, m.to_numpy(), label=config, **_style(i, len(groups)))
     ax.set_xlabel("number of users K")
     ax.set_ylabel("normalized throughput (served / K)")
-    ax.legend(fontsize=7)
+    legend(ax)
     return ax
 
 
@@ -105,17 +138,18 @@ def plot_performance_profile(df: pd.DataFrame, ax: Any = None) -> Any:
     ratios, configs = stats.performance_profile(df)
     finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
     top = max(2.0, float(finite.max()) * 1.5) if finite.size else 2.0
-    for config in configs:
+    for i, config in enumerate(configs):
         r = np.sort(ratios[config].to_numpy())
         r = r[np.isfinite(r)]
         xs = np.concatenate([[1.0], r, [top]])
         ys = np.concatenate([[0.0], np.arange(1, len(r) + 1), [len(r)]]) / max(len(ratios), 1)
-        ax.step(xs, ys, where="post", label=config, linewidth=1.2)
+        style = _style(i, len(configs)) | {"marker": None}  # a step per instance, no markers
+        ax.step(xs, ys, where="post", label=config, **style)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tau (runtime / fastest runtime on the instance)")
     ax.set_ylabel("share of instances solved within tau")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7)
+    legend(ax)
     return ax
 
 
@@ -128,7 +162,7 @@ def plot_gap_histogram(df: pd.DataFrame, ax: Any = None) -> Any:
     groups = [(c, g["gap_rel"].to_numpy()) for c, g in d.groupby("config", sort=True)]
     if groups:
         ax.hist([g for _, g in groups], bins=bins, label=[c for c, _ in groups])
-        ax.legend(fontsize=7)
+        legend(ax)
     ax.set_xlabel("relative gap to the proved optimum ((opt - served) / opt)")
     ax.set_ylabel("instances")
     return ax
@@ -148,14 +182,14 @@ def figure_pair() -> tuple[Any, tuple[Any, Any]]:
 
 
 def save(fig: Any, base: Path) -> list[Path]:
-    """Write ``base.png`` and ``base.svg`` (deterministic) and close the figure."""
-    base.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``base.png`` and ``base.svg`` (deterministic, atomically) and close the figure."""
     out = []
     with plt.rc_context(RC):
         fig.tight_layout()
         for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            path = base.with_suffix(f".{ext}")
-            fig.savefig(path, dpi=120, metadata=meta)
-            out.append(path)
+            buf = io.BytesIO()
+            # "tight" takes in the legend outside the axes
+            fig.savefig(buf, format=ext, dpi=120, metadata=meta, bbox_inches="tight", pad_inches=0.05)
+            out.append(atomic_write(base.with_suffix(f".{ext}"), buf.getvalue()))
     plt.close(fig)
     return out

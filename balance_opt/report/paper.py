@@ -99,7 +99,7 @@ def _fig1_plot(table: pd.DataFrame, stem: Path) -> None:
         ax.plot(table["output_tokens"], table[f"ad_{column}"], marker="o", label="AD (z = 1)")
         ax.plot(table["output_tokens"], table[f"sd_{column}"], marker="s", label="SD (z = 0)")
         ax.set(xlabel="output length (tokens)", ylabel=ylabel)
-        ax.legend(fontsize=7)
+    figures.legend(b)  # one legend, right of both panels
     figures.save(fig, stem)
 
 
@@ -228,12 +228,16 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
     return path
 
 
-def run_experiment(name: str, st: Settings) -> dict[str, Any]:
-    """Solve one figure (solves resume from ``OUT/runs``) and report it beside the paper's numbers."""
-    from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, solve_experiment
+def run_experiment(name: str, st: Settings, solve: bool = True) -> dict[str, Any]:
+    """Solve one figure (solves resume from ``OUT/runs``) and report it beside the paper's numbers.
+
+    With ``solve`` False the report is rebuilt from the results table already in ``OUT/runs``:
+    nothing is generated or solved.
+    """
+    from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, configs_for, solve_experiment
 
     if name == "fig1":
         return fig1(st.out / "fig1", st.command)
-    configs = solve_experiment(name, st)
     exp = EXPERIMENTS[name]
+    configs = solve_experiment(name, st) if solve else [c.name for c in configs_for(exp, st.time_limit_s)]
     return report_experiment(exp, SWEEPS[exp.sweep], configs, st)

@@ -4,7 +4,12 @@ Everything here reads only the flat results table (:mod:`balance_opt.batch.table
 Conventions, stated once and repeated in every report:
 
 - normalized throughput = served / K per row; ``error`` and killed rows serve 0
-- mean with a two-sided 95% Student-t interval over the rows (seeds) of a group
+- a share (normalized throughput) is a mean over the rows (seeds) of a group with a 95%
+  Wilson score interval at the effective sample size ``n* = p(1 - p) / v * (z / t)^2``
+  (``v`` the squared standard error of the mean, ``t`` Student's quantile; where the
+  shares do not vary, the group's users stand in for ``p(1 - p) / v``), after Korn and
+  Graubard (1998): it stays within [0, 1], and away from 0 and 1 it is the Student-t
+  interval
 - an instance's proved optimum = ``served`` of any ``optimal`` row with its sha256;
   P2's optimum = any row's ``p2_optimum`` for that sha256
 - an instance's best bound = the smallest ``bound`` any row proved (MILP rows stopped by
@@ -25,6 +30,7 @@ import pandas as pd
 from balance_opt.status import SOLVED, Status
 
 SGM_SHIFT_S = 1e-3
+Z975 = 1.959963984540054  # the standard normal's 97.5% quantile
 
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (
@@ -40,24 +46,47 @@ def t_quantile_975(df: int) -> float:
         return math.nan
     if df <= len(_T975):
         return _T975[df - 1]
-    z = 1.959963984540054
+    z = Z975
     g1 = (z**3 + z) / 4
     g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
     g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
     return z + g1 / df + g2 / df**2 + g3 / df**3
 
 
-def mean_ci(values: Any) -> tuple[float, float, float]:
-    """Mean and the 95% t-interval (``nan`` bounds for fewer than two values)."""
-    x = np.asarray(values, dtype=float)
-    x = x[~np.isnan(x)]
+def wilson(p: float, n: float, z: float = Z975) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` observed in ``n`` trials (within [0, 1])."""
+    denom = 1.0 + z * z / n
+    center = (p + z * z / (2.0 * n)) / denom
+    half = z / denom * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def share_ci(shares: Any, users: Any) -> tuple[float, float, float]:
+    """Mean of per-row shares in [0, 1] and its 95% interval, within [0, 1] (module docstring).
+
+    ``users`` (per row) stand in for the effective sample size when the shares do not
+    vary: rows that all serve every user are as certain as that many users served, not
+    infinitely so. ``nan`` bounds for fewer than two rows.
+    """
+    x = np.asarray(shares, dtype=float)
+    k = np.asarray(users, dtype=float)
+    keep = ~np.isnan(x)
+    x, k = x[keep], k[keep]
     if len(x) == 0:
         return math.nan, math.nan, math.nan
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, math.nan, math.nan
-    half = t_quantile_975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return m, m - half, m + half
+    # math.fsum, not numpy's reductions: the same bits on every CPU
+    n = len(x)
+    p = math.fsum(x.tolist()) / n
+    if n < 2:
+        return p, math.nan, math.nan
+    se2 = math.fsum(((x - p) ** 2).tolist()) / (n - 1) / n  # the squared standard error of the mean
+    # no spread, tested exactly (the mean's rounding leaves a tiny variance): the users stand in
+    n_eff = math.fsum(k.tolist()) if x.max() == x.min() else p * (1.0 - p) / se2
+    n_star = n_eff * (Z975 / t_quantile_975(n - 1)) ** 2
+    if n_star <= 0.0:  # p(1 - p) = 0 with a spread cannot happen; guard the division anyway
+        return p, math.nan, math.nan
+    lo, hi = wilson(p, n_star)
+    return p, min(lo, p), max(hi, p)
 
 
 def shifted_geomean(values: Any, shift: float = SGM_SHIFT_S) -> float:
@@ -98,7 +127,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     d = with_derived(df)
     rows = []
     for config, g in d.groupby("config", sort=True):
-        m, lo, hi = mean_ci(g["throughput"])
+        m, lo, hi = share_ci(g["throughput"], g["K"])
         known = g.dropna(subset=["optimum"])
         known_p2 = g.dropna(subset=["p2_opt"])
         timed = g[g["status"] != Status.ERROR]["runtime_s"]
@@ -121,10 +150,10 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                 "gap_rel_mean": known["gap_rel"].mean() if len(known) else math.nan,
                 "ratio_min": known["ratio"].min() if len(known) else math.nan,
                 "bound_gap_rel_mean": g["bound_gap_rel"].mean(),
-                "below_half": int((known["ratio"] < 0.5).sum()),
+                "below_half": int((known["ratio"] < 0.5).sum()) if len(known) else math.nan,
                 "with_p2_optimum": len(known_p2),
                 "ratio_p2_min": known_p2["ratio_p2"].min() if len(known_p2) else math.nan,
-                "below_half_p2": int((known_p2["ratio_p2"] < 0.5).sum()),
+                "below_half_p2": int((known_p2["ratio_p2"] < 0.5).sum()) if len(known_p2) else math.nan,
                 "runtime_sgm_s": shifted_geomean(timed),
                 "runtime_max_s": float(timed.max()) if len(timed) else math.nan,
             }
@@ -154,12 +183,12 @@ def sweep_slice(df: pd.DataFrame, param: str) -> pd.DataFrame:
 
 
 def sweep_table(df: pd.DataFrame, param: str) -> pd.DataFrame:
-    """Mean normalized throughput and 95% interval per (configuration, swept value)."""
+    """Mean normalized throughput and its 95% interval (:func:`share_ci`) per (configuration, swept value)."""
     d = with_derived(sweep_slice(df, param))
     d = d.assign(value=pd.to_numeric(d[param]))
     rows = []
     for (config, value), g in d.groupby(["config", "value"], sort=True):
-        m, lo, hi = mean_ci(g["throughput"])
+        m, lo, hi = share_ci(g["throughput"], g["K"])
         rows.append(
             {"config": config, param: value, "n": len(g), "throughput_mean": m, "ci_low": lo, "ci_high": hi}
         )
