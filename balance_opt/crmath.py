@@ -32,6 +32,11 @@ _LN2 = Decimal(2).ln(_CTX)
 _LN10 = Decimal(10).ln(_CTX)
 
 
+def log(x: float) -> float:
+    """``ln(x)`` for ``x > 0``, rounded once to the nearest double."""
+    return float(Decimal(x).ln(_CTX))
+
+
 def log10(x: float) -> float:
     """``log10(x)`` for ``x > 0``, rounded once to the nearest double."""
     return float(Decimal(x).log10(_CTX))
@@ -111,4 +116,4 @@ def apply(f: Callable[[float], float], values: ArrayLike) -> NDArray[np.float64]
     return np.fromiter(map(f, flat), dtype=np.float64, count=arr.size).reshape(arr.shape)
 
 
-__all__ = ["apply", "exp", "exp10", "exp_array", "ipow", "ipowers", "log1p", "log2", "log10", "pow"]
+__all__ = ["apply", "exp", "exp10", "exp_array", "ipow", "ipowers", "log", "log1p", "log2", "log10", "pow"]

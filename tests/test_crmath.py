@@ -48,6 +48,7 @@ def test_integer_powers_are_correctly_rounded(a: float, n: int) -> None:
     assert crmath.ipowers(a, n + 1).tolist() == [float(Fraction(a) ** j) for j in range(n + 1)]
     assert ulps(crmath.pow(a, 1.0 / (n + 1)), a ** (1.0 / (n + 1))) <= 1.0
     assert ulps(crmath.log1p(a), math.log1p(a)) <= 1.0
+    assert ulps(crmath.log(a), math.log(a)) <= 1.0
 
 
 def test_exp_array_at_the_ends_of_the_double_range() -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from balance_opt import crmath
 from balance_opt.status import SOLVED, Status
 
 SGM_SHIFT_S = 1e-3
@@ -47,10 +48,12 @@ def t_quantile_975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = Z975
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
+    z2 = z * z  # products, not pow(): the C library's pow may round differently elsewhere
+    z3, z5, z7 = z2 * z, z2 * z2 * z, z2 * z2 * z2 * z
+    g1 = (z3 + z) / 4
+    g2 = (5 * z5 + 16 * z3 + 3 * z) / 96
+    g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384
+    return z + g1 / df + g2 / (df * df) + g3 / (df * df * df)
 
 
 def wilson(p: float, n: float, z: float = Z975) -> tuple[float, float]:
@@ -82,7 +85,8 @@ def share_ci(shares: Any, users: Any) -> tuple[float, float, float]:
     se2 = math.fsum(((x - p) ** 2).tolist()) / (n - 1) / n  # the squared standard error of the mean
     # no spread, tested exactly (the mean's rounding leaves a tiny variance): the users stand in
     n_eff = math.fsum(k.tolist()) if x.max() == x.min() else p * (1.0 - p) / se2
-    n_star = n_eff * (Z975 / t_quantile_975(n - 1)) ** 2
+    ratio = Z975 / t_quantile_975(n - 1)
+    n_star = n_eff * ratio * ratio
     if n_star <= 0.0:  # p(1 - p) = 0 with a spread cannot happen; guard the division anyway
         return p, math.nan, math.nan
     lo, hi = wilson(p, n_star)
@@ -90,12 +94,14 @@ def share_ci(shares: Any, users: Any) -> tuple[float, float, float]:
 
 
 def shifted_geomean(values: Any, shift: float = SGM_SHIFT_S) -> float:
-    """``exp(mean(log(t + shift))) - shift``."""
+    """``exp(mean(log(t + shift))) - shift``, with crmath's log and exp and an fsum: the same
+    bits on every CPU (numpy's SIMD log and exp are not)."""
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if len(x) == 0:
         return math.nan
-    return float(np.exp(np.log(x + shift).mean()) - shift)
+    logs = crmath.apply(crmath.log, x + shift).tolist()
+    return crmath.exp(math.fsum(logs) / len(logs)) - shift
 
 
 def with_derived(df: pd.DataFrame) -> pd.DataFrame:
