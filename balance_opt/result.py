@@ -1,10 +1,12 @@
-"""What a solver hands back, and the checked result made of it.
+"""What a solver hands back (:class:`SolverOutput`) and the checked result made of it (:class:`Result`).
 
 Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
-proved (:class:`SolverOutput`); :func:`make_result` runs the evaluator on the schedule
-(the verdict), has :mod:`balance_opt.claims` compare the solver's claims with it and
-derives the reported status (:class:`Result`). A solver's own objective is only a claim:
-when the evaluator refutes one, the result becomes an ``error`` carrying both numbers.
+proved; :func:`make_result` runs the evaluator on the schedule (the verdict), has
+:mod:`balance_opt.claims` compare the solver's claims with it and derives the reported
+status. A solver's own objective is only a claim: when the evaluator refutes one, the
+result becomes an ``error`` carrying both numbers. :func:`unsolved_result` is the result
+of a solve that brought no schedule back. A result's file form is a
+:class:`~balance_opt.solution.Solution` (:meth:`Result.solution`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from balance_opt.claims import Claims, contradiction, mismatches
+from balance_opt.claims import Claims, mismatches
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.io import FORMAT_VERSION, SOLUTION_SCHEMA
+from balance_opt.solution import RunRecord, Solution, broken_rule, summary_line
 from balance_opt.status import Status, Termination, Verdict, reported_status
 
 # Why a solver may say it stopped (the batch adds the others for solves that end without one).
@@ -59,9 +61,8 @@ class Result:
     def __post_init__(self) -> None:
         if self.status not in Status.__members__.values():
             raise ValueError(f"unknown status {self.status!r}")
-        if (self.status == Status.ERROR) != (self.error is not None):
-            raise ValueError("an error message goes with status 'error' and only with it")
-        broken = contradiction(Claims(self.served, None, self.status, self.bound, bound_given=True))
+        claims = Claims(self.served, None, self.status, self.bound, bound_given=True)
+        broken = broken_rule(claims, self.error, strict=True)  # the solution document's rules
         if broken is not None:
             raise ValueError(f"{broken[0]}: {broken[1]}")
 
@@ -101,13 +102,13 @@ class Result:
         }
         return summary_line(fields, self.solver)
 
-    def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
-        """The docs/formats.md solution document."""
-        return solution_document(
-            inst.name,
-            instance_sha256,
-            self.solver,
-            self.options,
+    def solution(self, inst: Instance, instance_sha256: str, run: RunRecord | None = None) -> Solution:
+        """The docs/formats.md solution document of this result, typed."""
+        return Solution(
+            instance=inst.name,
+            instance_sha256=instance_sha256,
+            solver=self.solver,
+            options=self.options,
             status=self.status,
             served=self.served,
             bound=self.bound,
@@ -119,62 +120,12 @@ class Result:
             termination=self.termination,
             error=self.error,
             stats=self.stats,
+            run=run,
         )
 
-
-def solution_document(
-    instance: str,
-    instance_sha256: str,
-    solver: str,
-    options: Mapping[str, Any],
-    *,
-    status: Status,
-    served: int,
-    bound: int | None,
-    z: float,
-    lam: float | None,
-    assignment: Mapping[str, str],
-    runtime_s: float,
-    feasible: bool,
-    termination: Termination,
-    error: str | None = None,
-    stats: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A solution document with the fields in their fixed order (docs/formats.md): its one writer."""
-    doc: dict[str, Any] = {
-        "schema": SOLUTION_SCHEMA,
-        "version": FORMAT_VERSION,
-        "instance": instance,
-        "instance_sha256": instance_sha256,
-        "solver": solver,
-        "options": dict(options),
-        "status": str(status),
-        "served": served,
-        "bound": bound,
-        "z": z,
-        "lambda": lam,
-        "assignment": dict(assignment),
-        "runtime_s": runtime_s,
-        "feasible": feasible,
-        "termination": str(termination),
-    }
-    if error is not None:
-        doc["error"] = error
-    if stats:
-        doc["stats"] = dict(stats)
-    return doc
-
-
-def summary_line(doc: Mapping[str, Any], label: str, users: int | None = None) -> str:
-    """The one-line summary of a solve, from its solution document's fields."""
-    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
-    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
-    of = f"/{users}" if users else ""
-    tail = f" ({doc['error']})" if doc.get("error") else ""
-    return (
-        f"{label}: {doc['status']} served={doc['served']}{of}{bound} z={doc['z']:g}{lam} "
-        f"feasible={str(doc['feasible']).lower()} {doc['runtime_s']:.3f}s{tail}"
-    )
+    def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
+        """The docs/formats.md solution document, as written to a file."""
+        return self.solution(inst, instance_sha256).to_dict()
 
 
 def make_result(

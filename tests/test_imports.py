@@ -27,6 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "instance",
         "profiles",
         "model",
+        "files",
+        "solution",
         "io",
         "generator",
         "stochastic.distribution",

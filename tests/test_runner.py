@@ -113,6 +113,21 @@ def test_failures_become_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
     assert why["broken", "test-raise"] == "refused"
 
 
+def test_a_file_that_is_no_solution_is_solved_again_and_gets_its_row(tmp_path: Path) -> None:
+    """Done means a solution file balance-opt wrote for the pair, as the table reads it."""
+    inst = make_instances(tmp_path / "inst", 1)
+    config = make_config("ad-only")
+    run_batch([inst], [config], tmp_path / "run")
+    path = next((tmp_path / "run" / "solutions").iterdir())
+    doc = json.loads(path.read_text())
+    # the pair's instance digest and configuration hash, but neither z nor an assignment
+    path.write_text(json.dumps({k: doc[k] for k in ("schema", "version", "instance_sha256", "run")}))
+    again = run_batch([inst], [config], tmp_path / "run")
+    assert (again.solved, again.skipped) == (1, 0)
+    assert read_solution(path)["status"] == "feasible"
+    assert list(table(tmp_path / "run")["status"]) == ["feasible"]
+
+
 def test_the_two_status_axes() -> None:
     """A schedule the evaluator rejects: the solver completed, the verdict is infeasible."""
     from balance_opt.result import unsolved_result

@@ -66,7 +66,7 @@ class SolverConfig:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for a worker process (see :func:`config_from_dict`)."""
+        """The configuration as plain JSON-able data."""
         return {"name": self.name, "description": self.description, **self.identity()}
 
     def with_time_limit(self, time_limit_s: float | None) -> SolverConfig:
@@ -74,18 +74,6 @@ class SolverConfig:
         if self.time_limit_s is not None or time_limit_s is None:
             return self
         return SolverConfig(self.name, self.solver, self.options, time_limit_s, self.seed, self.description)
-
-
-def config_from_dict(doc: Mapping[str, Any]) -> SolverConfig:
-    """Inverse of :meth:`SolverConfig.to_dict`."""
-    return SolverConfig(
-        name=doc["name"],
-        solver=doc["solver"],
-        options=dict(doc["options"]),
-        time_limit_s=doc["time_limit_s"],
-        seed=doc["seed"],
-        description=doc.get("description"),
-    )
 
 
 def _solver_class(solver: str, source: str) -> type[Solver]:

@@ -247,15 +247,11 @@ class DaskExecutor:
             if fut.status != "error" and refetches[id(task)] < MAX_REFETCHES:
                 refetches[id(task)] += 1
                 self.say(
-                    f"the answer of {_pair(task)} was lost before it was fetched ({why}); solving it again"
+                    f"the answer of {task.pair} was lost before it was fetched ({why}); solving it again"
                 )
                 return None
             return failed_doc(task, Termination.CRASHED, f"dask task failed: {why}", 0.0)
         return doc
-
-
-def _pair(task: Task) -> str:
-    return f"{task['stem']} / {task['config']['name']}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -36,7 +36,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 def kill_deadline(task: Task, grace_s: float) -> float | None:
     """Seconds after which a solve counts as overrun; ``None`` without a time limit."""
-    limit = task["config"]["time_limit_s"]
+    limit = task.config.time_limit_s
     return None if limit is None else limit * OVERRUN_FACTOR + grace_s
 
 
@@ -96,7 +96,6 @@ class _Slot:
     conn: Connection
     task: Task | None = None
     started: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def stop(self) -> None:
         if self.task is None and self.proc.is_alive():
@@ -223,7 +222,7 @@ class LocalPool:
         if deadline is not None and elapsed > deadline:
             s.proc.kill()
             s.proc.join(timeout=5)
-            limit = task["config"]["time_limit_s"]
+            limit = task.config.time_limit_s
             msg = f"killed after {elapsed:.2f} s, past its {limit:g} s time limit"
             s.task = None
             on_done(task, failed_doc(task, Termination.KILLED, msg, elapsed))

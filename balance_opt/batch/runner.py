@@ -28,6 +28,7 @@ from balance_opt.io import (
     read_bytes,
     sha256_bytes,
 )
+from balance_opt.solution import Solution
 from balance_opt.status import Status
 
 
@@ -86,19 +87,20 @@ def solution_name(stem: str, config: SolverConfig) -> str:
     return f"{stem}__{config.name}.json"
 
 
-def _is_done(path: Path, inst: InstanceFile, config: SolverConfig, retry_errors: bool) -> bool:
-    """The pair's file exists for this exact instance and configuration."""
+def _finished(
+    path: Path, inst: InstanceFile, config: SolverConfig, retry_errors: bool
+) -> dict[str, Any] | None:
+    """The pair's solution, when its file holds one balance-opt wrote for this exact instance
+    and configuration (one it cannot read is solved again)."""
     if not path.exists():
-        return False
+        return None
     try:
-        doc = parse_json(path.read_bytes(), str(path))
-    except (InputError, OSError):
-        return False
-    if not isinstance(doc, dict):
-        return False
-    run = doc.get("run") or {}
-    same = doc.get("instance_sha256") == inst.sha256 and run.get("config_hash") == config.hash
-    return same and not (retry_errors and doc.get("status") == Status.ERROR)
+        doc = parse_json(read_bytes(path), str(path))
+        sol = Solution.from_dict(doc, str(path))
+    except InputError:
+        return None
+    same = sol.instance_sha256 == inst.sha256 and sol.run is not None and sol.run.config_hash == config.hash
+    return doc if same and not (retry_errors and sol.status == Status.ERROR) else None
 
 
 @dataclass
@@ -142,22 +144,21 @@ class _Recorder:
             for j, cfg in enumerate(self.configs):
                 if self.out_dir is not None:
                     path = self.out_dir / "solutions" / solution_name(inst.stem, cfg)
-                    if _is_done(path, inst, cfg, retry_errors):
-                        self.docs[i, j] = parse_json(path.read_bytes(), str(path))
+                    done = _finished(path, inst, cfg, retry_errors)
+                    if done is not None:
+                        self.docs[i, j] = done
                         self.outcome.skipped += 1
                         continue
-                task = make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem)
-                task["key"] = (i, j)
-                tasks.append(task)
+                tasks.append(make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem, key=(i, j)))
         return tasks
 
     def done(self, task: Task, doc: dict[str, Any]) -> None:
-        i, j = task["key"]
+        i, j = task.key
         if self.out_dir is not None and self.table is not None:
             # the file first: it is the record a rerun trusts; the table is a view of the files
             name = solution_name(self.files[i].stem, self.configs[j])
             atomic_write(self.out_dir / "solutions" / name, dumps(doc))
-            self.table.update(name, doc)
+            self.table.update(name, Solution.from_dict(doc, name))
         self.docs[i, j] = doc
         self.outcome.solved += 1
         self.outcome.statuses[doc["status"]] += 1
@@ -195,7 +196,7 @@ def run_batch(
         # Bad instance files need no worker: their error row is known now.
         runnable = []
         for task in tasks:
-            error = files[task["key"][0]].error
+            error = files[task.key[0]].error
             if error is not None:
                 rec.done(task, bad_instance_doc(task, error))
             else:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from balance_opt.errors import InputError
-from balance_opt.io import atomic_write, read_solution
+from balance_opt.io import atomic_write
+from balance_opt.solution import Solution
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,41 +60,42 @@ def _flat(value: Any) -> Any:
     return json.dumps(value, sort_keys=True)
 
 
-def solution_row(doc: Mapping[str, Any], solution_file: str = "") -> dict[str, Any]:
-    """The flat row of one solution document (as written by the batch runner)."""
-    run = doc.get("run") or {}
-    stats = dict(doc.get("stats") or {})
+def solution_row(sol: Solution, solution_file: str = "") -> dict[str, Any]:
+    """The flat row of one solution (as written by the batch runner), columns in table order."""
+    run = sol.run
+    users = None if run is None else run.users
     row: dict[str, Any] = {
-        "instance": doc["instance"],
-        "instance_file": run.get("instance_file"),
-        "instance_sha256": doc["instance_sha256"],
-        "K": run.get("users") or (len(doc["assignment"]) or None),
+        "instance": sol.instance,
+        "instance_file": None if run is None else run.instance_file,
+        "instance_sha256": sol.instance_sha256,
+        "K": users or (len(sol.assignment) or None),
     }
-    for key, value in sorted((run.get("generator") or {}).items()):
+    for key, value in sorted(((None if run is None else run.generator) or {}).items()):
         row[f"gen_{key}"] = _flat(value)
     row.update(
-        solver=doc["solver"],
-        config=run.get("config", doc["solver"]),
-        config_hash=run.get("config_hash"),
-        options=json.dumps(doc["options"], sort_keys=True),
-        status=doc["status"],
-        served=doc["served"],
-        bound=doc["bound"],
-        z=doc["z"],
-        **{"lambda": doc["lambda"]},
-        runtime_s=doc["runtime_s"],
-        feasible=doc["feasible"],
-        error=doc.get("error"),
+        solver=sol.solver,
+        config=sol.solver if run is None else run.config,
+        config_hash=None if run is None else run.config_hash,
+        options=json.dumps(sol.options, sort_keys=True),
+        status=str(sol.status),
+        served=sol.served,
+        bound=sol.bound,
+        z=sol.z,
+        **{"lambda": sol.lam},
+        runtime_s=sol.runtime_s,
+        feasible=sol.feasible,
+        error=sol.error,
     )
+    stats = sol.stats
     for key in WORK_COUNTERS:
         row[key] = work_counter(stats, key)
     p2 = stats.get("p2_optimum")
     row["p2_optimum"] = p2 if _number(p2) else None
     row.update(
         stats=json.dumps(stats, sort_keys=True, default=str) if stats else None,
-        host=run.get("host"),
-        version=run.get("version"),
-        commit=run.get("commit"),
+        host=None if run is None else run.host,
+        version=None if run is None else run.version,
+        commit=None if run is None else run.commit,
         solution_file=solution_file,
     )
     return row
@@ -139,10 +141,10 @@ def rows_from_solutions(run_dir: Path) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for path in solution_files(run_dir):
         try:
-            doc = read_solution(path)
+            sol = Solution.read(path)
         except InputError:
             continue  # not ours or damaged: the runner redoes its pair
-        rows[path.name] = solution_row(doc, f"solutions/{path.name}")
+        rows[path.name] = solution_row(sol, f"solutions/{path.name}")
     return rows
 
 
@@ -156,8 +158,8 @@ class TableWriter:
         self._last = 0.0
         self._dirty = True
 
-    def update(self, file_name: str, doc: Mapping[str, Any]) -> None:
-        self.rows[file_name] = solution_row(doc, f"solutions/{file_name}")
+    def update(self, file_name: str, sol: Solution) -> None:
+        self.rows[file_name] = solution_row(sol, f"solutions/{file_name}")
         self._dirty = True
         self.flush(force=False)
 

@@ -135,9 +135,9 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
         if single and refused(doc):
             return  # reported below as bad input
         if args.out is None and not args.json:
-            from balance_opt.batch.task import summary_line
+            from balance_opt.solution import Solution
 
-            print(summary_line(doc), flush=True)
+            print(Solution.from_dict(doc).summary(), flush=True)
 
     outcome = run_batch(
         paths,

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import Result, SolverOutput, make_result
+from balance_opt.solution import recorded_options
 
 
 class UnknownOption(ValueError):
@@ -59,9 +60,7 @@ class Solver(ABC):
         start = time.perf_counter()
         out = self._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
         runtime = time.perf_counter() - start
-        options = {**self.options, "seed": seed}
-        if time_limit is not None:
-            options["time_limit_s"] = time_limit
+        options = recorded_options(self.options, seed, time_limit)
         return make_result(instance, self.name, options, out, runtime)
 
     @abstractmethod

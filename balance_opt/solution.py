@@ -1,0 +1,280 @@
+"""The solution file (docs/formats.md): its rules, its reader, and the typed document balance-opt writes.
+
+Two readers, one per kind of file:
+
+- :func:`check_solution_dict` / :func:`read_solution` accept any solution file, down to
+  the five required fields an outside tool writes; they return the document as a dict.
+- :class:`Solution` is the document balance-opt's solvers and batch write, every field
+  typed, in file order. :meth:`Solution.to_dict` is the one writer of solution documents;
+  :meth:`Solution.from_dict` reads one back (the file rules first, then the fields
+  balance-opt always writes).
+
+The document's rules are stated once, in :func:`broken_rule`: an ``error`` message goes
+with status ``"error"``, and the claims do not contradict each other
+(:func:`~balance_opt.claims.contradiction`: an error serves 0, ``optimal`` has bound =
+served). Claims against the evaluator are :mod:`balance_opt.claims`' business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from balance_opt.claims import Claims, contradiction
+from balance_opt.files import FORMAT_VERSION, Checker, check_header, parse_json, read_bytes
+from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
+from balance_opt.instance import show_value as _show
+from balance_opt.status import Status, Termination
+
+SOLUTION_SCHEMA = "balance-opt/solution"
+MODES = ("ad", "sd", "none")  # an assignment's values
+
+_COUNT0 = Rule(">= 0", lambda x: x >= 0, integer=True)  # served, bound
+
+
+def broken_rule(claims: Claims, error: str | None, *, strict: bool) -> tuple[str, str] | None:
+    """``(field, rule)`` of the first rule of the solution document broken, else None.
+
+    ``error`` is the document's message (None: there is none). Every document with status
+    ``"error"`` carries one; balance-opt writes one only there (``strict``), while a file
+    from elsewhere may keep a message beside another status.
+    """
+    broken = contradiction(claims)
+    if broken is not None:
+        return broken
+    if claims.status == Status.ERROR and error is None:
+        return "error", 'is required when status is "error"'
+    if strict and error is not None and claims.status != Status.ERROR:
+        return "error", 'goes only with status "error"'
+    return None
+
+
+def recorded_options(options: Mapping[str, Any], seed: int, time_limit_s: float | None) -> dict[str, Any]:
+    """The ``options`` a solution records: the solver's options, the seed, the time limit if any."""
+    out = {**options, "seed": seed}
+    if time_limit_s is not None:
+        out["time_limit_s"] = time_limit_s
+    return out
+
+
+# --- any solution file ----------------------------------------------------------------
+
+
+def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | None = None) -> dict[str, Any]:
+    """Validate a solution document (and, given the instance, its assignment's user ids).
+
+    Required: ``schema``, ``version``, ``z``, ``assignment`` and ``instance`` or
+    ``instance_sha256``; every other field is optional (an outside tool need not write
+    them), but a field that is present must follow its rule.
+    """
+    c = Checker(source)
+    check_header(c, doc, SOLUTION_SCHEMA)
+    if "instance" not in doc and "instance_sha256" not in doc:
+        raise c.fail("instance", "is required when instance_sha256 is missing (one must name the instance)")
+    if "instance" in doc:
+        c.string(doc, "instance", "")
+    if "instance_sha256" in doc:
+        sha = c.string(doc, "instance_sha256", "")
+        if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
+            raise c.fail("instance_sha256", f"must be 64 lowercase hex digits, got {_show(sha)}")
+    _check_optional_claims(c, doc)
+    c.value(doc, "z", "", UNIT)
+    if doc.get("lambda") is not None:
+        c.value(doc, "lambda", "", Rule("in [0, 1] or null", UNIT.ok))
+    assignment = c.obj(doc, "assignment", "")
+    for uid, mode in assignment.items():
+        if mode not in MODES:
+            raise c.fail(f"assignment.{uid}", f'must be "ad", "sd" or "none", got {_show(mode)}')
+    if inst is not None:
+        missing = [u for u in inst.user_ids if u not in assignment]
+        if missing:
+            raise c.fail("assignment", f"must give every user a mode; missing {missing[:5]}")
+        extra = [u for u in assignment if u not in set(inst.user_ids)]
+        if extra:
+            raise c.fail("assignment", f"names users the instance does not have: {extra[:5]}")
+    return dict(doc)
+
+
+def _check_optional_claims(c: Checker, doc: Mapping[str, Any]) -> None:
+    """The rules of the optional fields that are present (solver, status, served, bound, ...)."""
+    if "solver" in doc:
+        c.string(doc, "solver", "")
+    if "options" in doc:
+        c.obj(doc, "options", "")
+    for key, kind in (("status", Status), ("termination", Termination)):
+        if key in doc and doc[key] not in kind.__members__.values():
+            raise c.fail(key, f"must be one of {', '.join(kind)}, got {_show(doc[key])}")
+    if "served" in doc:
+        c.value(doc, "served", "", _COUNT0)
+    if doc.get("bound") is not None:
+        c.value(doc, "bound", "", _COUNT0)
+    if "runtime_s" in doc:
+        c.value(doc, "runtime_s", "", NON_NEGATIVE)
+    if "feasible" in doc and not isinstance(doc["feasible"], bool):
+        raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
+    claims = Claims.of_document(doc)
+    broken = broken_rule(claims, doc.get("error"), strict=False)
+    if broken is not None:
+        raise c.fail(*broken)
+    if claims.status == Status.ERROR:
+        c.string(doc, "error", "")
+
+
+def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, Any]:
+    """Read and validate a solution file."""
+    return check_solution_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
+
+
+# --- the document balance-opt writes ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A batch solve's provenance (the solution's ``run``): with it the file rebuilds its table row."""
+
+    config: str  # the configuration's name
+    config_hash: str  # what a rerun compares to skip finished work
+    instance_file: str
+    stem: str
+    users: int | None  # K; None when the instance file could not be read
+    generator: Mapping[str, Any] | None  # the instance's provenance
+    host: str | None
+    version: str | None
+    commit: str | None  # ``git describe`` of the source, when it is a checkout
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, c: Checker, doc: Mapping[str, Any]) -> RunRecord:
+        """Read ``run``: the names a rerun and the table need are required, the rest may be null."""
+        names: dict[str, Any] = {
+            k: c.string(doc, k, "run") for k in ("config", "config_hash", "instance_file", "stem")
+        }
+        kinds = {"users": (int, "an integer"), "generator": (dict, "a JSON object")}
+        kinds |= dict.fromkeys(("host", "version", "commit"), (str, "a string"))
+        optional = {k: c.optional(doc, k, kind, "run.", what) for k, (kind, what) in kinds.items()}
+        return cls(**names, **optional)
+
+
+_KEYS = {"lam": "lambda"}  # attribute -> field name, where they differ
+_WHEN_GIVEN = ("termination", "error", "stats", "run")  # written only when set (stats: not empty)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A solution document as balance-opt writes it: every field, in file order (docs/formats.md).
+
+    ``feasible`` and ``served`` are the evaluator's (:class:`~balance_opt.result.Result`
+    builds one with :meth:`~balance_opt.result.Result.solution`). A record that breaks
+    :func:`broken_rule` cannot be made (ValueError).
+
+    A new field of the document is one attribute here, in its place in the file order: the
+    writer and the typed reader follow the attributes (``_KEYS`` names those whose file name
+    differs, ``_WHEN_GIVEN`` those left out while unset); its value rule goes in
+    :func:`check_solution_dict`, its column (if any) in :mod:`balance_opt.batch.table`.
+    """
+
+    instance: str
+    instance_sha256: str
+    solver: str
+    options: Mapping[str, Any]
+    status: Status
+    served: int
+    bound: int | None
+    z: float
+    lam: float | None
+    assignment: Mapping[str, str]
+    runtime_s: float
+    feasible: bool
+    termination: Termination | None = None  # None only in files written before it existed
+    error: str | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    run: RunRecord | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # frozen: normalise once, here
+        set_(self, "status", Status(self.status))
+        if self.termination is not None:
+            set_(self, "termination", Termination(self.termination))
+        for name in ("options", "assignment", "stats"):
+            set_(self, name, dict(getattr(self, name)))
+        broken = broken_rule(self.claims(), self.error, strict=True)
+        if broken is not None:
+            raise ValueError(f"{broken[0]}: {broken[1]}")
+
+    def claims(self) -> Claims:
+        """What the document claims (compared with the evaluator by :mod:`balance_opt.claims`)."""
+        return Claims(self.served, self.feasible, self.status, self.bound, bound_given=True)
+
+    @classmethod
+    def not_started(
+        cls, instance: str, sha256: str, solver: str, options: Mapping[str, Any], message: str
+    ) -> Solution:
+        """The ``error`` of a solve that never started: its instance file could not be read."""
+        return cls(
+            instance, sha256, solver, options, Status.ERROR, served=0, bound=None, z=0.0, lam=None,
+            assignment={}, runtime_s=0.0, feasible=False, termination=Termination.REFUSED, error=message,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document, fields in their fixed order: the one writer of solution files."""
+        doc: dict[str, Any] = {"schema": SOLUTION_SCHEMA, "version": FORMAT_VERSION}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _WHEN_GIVEN and (value is None or value == {}):
+                continue
+            if isinstance(value, Status | Termination):
+                value = str(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, RunRecord):
+                value = value.to_dict()
+            doc[_KEYS.get(f.name, f.name)] = value
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "<solution>") -> Solution:
+        """Read a document balance-opt wrote: the file rules, then the fields it always writes."""
+        doc = check_solution_dict(doc, source)
+        c = Checker(source)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = _KEYS.get(f.name, f.name)
+            if f.name not in _WHEN_GIVEN:
+                values[f.name] = c.get(doc, key, "")
+            elif key in doc:
+                values[f.name] = doc[key]
+        if "stats" in values:
+            c.obj(doc, "stats", "")
+        if "run" in values:
+            values["run"] = RunRecord.from_dict(c, c.obj(doc, "run", ""))
+        broken = broken_rule(Claims.of_document(doc), values.get("error"), strict=True)
+        if broken is not None:
+            raise c.fail(*broken)
+        return cls(**values)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Solution:
+        """Read a solution file balance-opt wrote (InputError when it is not one)."""
+        return cls.from_dict(parse_json(read_bytes(path), str(path)), str(path))
+
+    def summary(self) -> str:
+        """One human line (``solve`` without ``--out``): instance, configuration, status, served of K."""
+        run = self.run
+        label = f"{self.instance} {self.solver if run is None else run.config}"
+        return summary_line(self.to_dict(), label, None if run is None else run.users)
+
+
+def summary_line(doc: Mapping[str, Any], label: str, users: int | None = None) -> str:
+    """The one-line summary of a solve, from its solution document's fields."""
+    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
+    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
+    of = f"/{users}" if users else ""
+    tail = f" ({doc['error']})" if doc.get("error") else ""
+    return (
+        f"{label}: {doc['status']} served={doc['served']}{of}{bound} z={doc['z']:g}{lam} "
+        f"feasible={str(doc['feasible']).lower()} {doc['runtime_s']:.3f}s{tail}"
+    )
