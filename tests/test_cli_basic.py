@@ -186,6 +186,13 @@ def test_evaluate_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["violations"] == []
     assert doc["instance_sha256_matches"] is True
     assert [u["mode"] for u in doc["users"]] == ["ad", "sd"]
+    # what the solution file claims comes after the evaluation's own fields
+    about_the_file = ["solution", "solver", "status", "instance_sha256_matches", "claimed_served"]
+    assert list(doc)[-7:] == [*about_the_file, "claimed_feasible", "claim_mismatches"]
+    assert (doc["solution"], doc["claim_mismatches"]) == (str(TINY_SOLUTION), [])
+    code, out, _ = run(capsys, "evaluate", TINY, "--z", "0.5", "--json")
+    assert code == 0
+    assert not set(json.loads(out)) & {*about_the_file, "claim_mismatches"}  # no file, nothing about one
 
 
 def test_evaluate_inline_schedule_and_text(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +72,29 @@ def parse_assign(inst: Instance, text: str) -> dict[str, str]:
     return out
 
 
-def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[str, Any]]:
-    """The schedule to evaluate and notes about where it came from."""
+@dataclass(frozen=True)
+class SolutionFile:
+    """The solution file a schedule came from: what it claims, and whether it names the instance."""
+
+    path: str
+    doc: Mapping[str, Any]  # the validated document
+    instance_sha256_matches: bool | None  # None: the file gives no digest
+
+    def json_fields(self, mismatches: list[str]) -> dict[str, Any]:
+        """What ``--json`` adds about the file, after the evaluation's own fields."""
+        return {
+            "solution": self.path,
+            "solver": self.doc.get("solver"),
+            "status": self.doc.get("status"),
+            "instance_sha256_matches": self.instance_sha256_matches,
+            "claimed_served": self.doc.get("served"),
+            "claimed_feasible": self.doc.get("feasible"),
+            "claim_mismatches": mismatches,
+        }
+
+
+def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, SolutionFile | None]:
+    """The schedule to evaluate and, when it comes from a file, that file."""
     from balance_opt.errors import UsageError
     from balance_opt.evaluate import Schedule
     from balance_opt.io import check_solution_dict, read_bytes, read_solution, sha256_bytes
@@ -85,16 +108,9 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
             _same_instance(doc, str(args.solution), inst, data, str(args.instance))
         check_solution_dict(doc, str(args.solution), inst)  # the user ids, once the instance is right
         sha = doc.get("instance_sha256")
-        notes = {
-            "solution": str(args.solution),
-            "solver": doc.get("solver"),
-            "status": doc.get("status"),
-            "instance_sha256_matches": None if sha is None else sha == sha256_bytes(data),
-            "claimed_served": doc.get("served"),
-            "claimed_feasible": doc.get("feasible"),
-            "claims": doc,
-        }
-        return Schedule.from_assignment(inst, doc["z"], doc["assignment"]), notes
+        matches = None if sha is None else sha == sha256_bytes(data)
+        schedule = Schedule.from_assignment(inst, doc["z"], doc["assignment"])
+        return schedule, SolutionFile(str(args.solution), doc, matches)
     if args.other_instance:
         raise UsageError("--other-instance goes with a SOLUTION file")
     if args.z is None:
@@ -102,7 +118,7 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, dict[
     if not 0.0 <= args.z <= 1.0:
         raise UsageError(f"--z must be in [0, 1], got {args.z!r}")
     assignment = parse_assign(inst, args.assign or "")
-    return Schedule.from_assignment(inst, args.z, assignment), {}
+    return Schedule.from_assignment(inst, args.z, assignment), None
 
 
 def _same_instance(doc: dict[str, Any], source: str, inst: Instance, data: bytes, where: str) -> None:
@@ -128,10 +144,9 @@ def handle(args: argparse.Namespace) -> int:
         if args.fail_on_infeasible or args.other_instance:
             raise UsageError("--compare-modes takes no --fail-on-infeasible or --other-instance")
         return compare_modes(inst, args.json)
-    schedule, notes = _schedule(args, inst)
+    schedule, source = _schedule(args, inst)
     ev = evaluate(inst, schedule)
-    if notes:
-        _warn_about_claims(args, inst, notes, ev)
+    refuted = [] if source is None else _warn_about_claims(args, inst, source, ev)
     if args.json:
         doc = ev.to_dict(inst)
         doc["instance"] = inst.name
@@ -139,30 +154,32 @@ def handle(args: argparse.Namespace) -> int:
         for user in doc["users"]:
             user["mode"] = assignment[user["id"]]
         doc["assignment"] = assignment
-        doc.update(notes)
+        if source is not None:
+            doc.update(source.json_fields(refuted))
         print(json.dumps(doc, allow_nan=False))
     else:
         print(format_evaluation(inst, schedule, ev))
-    refuted = not ev.feasible or bool(notes.get("claim_mismatches"))
-    return 1 if args.fail_on_infeasible and refuted else 0
+    failed = not ev.feasible or bool(refuted)
+    return 1 if args.fail_on_infeasible and failed else 0
 
 
 def _warn_about_claims(
-    args: argparse.Namespace, inst: Instance, notes: dict[str, Any], ev: Evaluation
-) -> None:
-    """Warn (standard error) where the solution names another instance or claims what is not so."""
+    args: argparse.Namespace, inst: Instance, source: SolutionFile, ev: Evaluation
+) -> list[str]:
+    """The claims the evaluator refutes, each also a warning on standard error, after those
+    about a solution that names another instance."""
     from balance_opt.claims import Claims, mismatches
 
-    claims = notes.pop("claims")
+    doc = source.doc
     warnings = []
-    if notes["instance_sha256_matches"] is False:
+    if source.instance_sha256_matches is False:
         warnings.append(f"instance_sha256 does not match {args.instance}")
-    if claims.get("instance", inst.name) != inst.name:
-        warnings.append(f"names instance {claims['instance']!r}, but {args.instance} is {inst.name!r}")
-    found = mismatches(Claims.of_document(claims), ev)
-    notes["claim_mismatches"] = [m.message for m in found]
+    if doc.get("instance", inst.name) != inst.name:
+        warnings.append(f"names instance {doc['instance']!r}, but {args.instance} is {inst.name!r}")
+    found = mismatches(Claims.of_document(doc), ev)
     for w in [*warnings, *(("FALSE PROOF: " if m.false_proof else "") + m.message for m in found)]:
         print(f"balance-opt evaluate: warning: {args.solution}: {w}", file=sys.stderr)
+    return [m.message for m in found]
 
 
 def _fmt(x: float | None, spec: str = ".6f") -> str:
