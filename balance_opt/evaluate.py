@@ -1,4 +1,15 @@
-"""The one judge of every schedule: P1 feasibility and its breakdown (docs/model.md sections 2-6)."""
+"""The evaluator, the one judge of every schedule, and what it judges.
+
+- :class:`Schedule`: a decision of P1 (the compute fraction ``z`` and one mode per user),
+  with the mode codes ``NONE`` / ``AD`` / ``SD`` and their file names (``MODE_NAMES``).
+- :func:`evaluate`: P1 feasibility and its breakdown (docs/model.md sections 2-6) as an
+  :class:`Evaluation`: latencies per mode, memory, each user's completion and slack, and
+  every violated constraint in words. ``REL_TOL`` is the tolerance of every feasibility
+  comparison (docs/model.md section 6).
+
+Solvers return schedules; whether one is feasible and how many it serves is decided here
+and nowhere else.
+"""
 
 from __future__ import annotations
 

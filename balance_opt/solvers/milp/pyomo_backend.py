@@ -1,9 +1,15 @@
-"""The formulation as a Pyomo model (big-M rows), solved by HiGHS through Pyomo.
+"""HiGHS through Pyomo: the formulation as a Pyomo model, solved by ``pyomo.contrib.solver``.
 
-Pyomo's HiGHS interface (``pyomo.contrib.solver``) has no warm-start option, so the
-warm start goes through its persistent model: after ``set_instance`` the HiGHS object
-and the variable-to-column map are there, and ``Highs.setSolution`` hands HiGHS a
-starting incumbent. Where those attributes are missing, the solve runs without one.
+- :func:`to_pyomo`: the linear formulation as a ``ConcreteModel`` (big-M rows).
+- :func:`solve_highs`: one solve, mapped to the project's :class:`~balance_opt.status.Termination`
+  through one table. A warm start goes through Pyomo's persistent model, which has no
+  option for it: after ``set_instance`` the HiGHS object and the variable-to-column map
+  are there, and ``Highs.setSolution`` hands HiGHS a starting incumbent (where those
+  attributes are missing the solve runs without one). HiGHS's process-wide thread
+  scheduler is restarted when the thread count changes, and a MIP that ends with status
+  "unknown" is solved once more from scratch.
+- :func:`quiet_stdout`: file descriptor 1 sent to /dev/null while HiGHS prints its banner
+  at C level (the exact solver's direct HiGHS LPs use it too).
 """
 
 from __future__ import annotations
