@@ -30,7 +30,11 @@ Done = Callable[[Task, dict[str, Any]], None]
 # Overrunning solves are killed at time_limit * OVERRUN_FACTOR + grace.
 OVERRUN_FACTOR = 1.1
 DEFAULT_GRACE_S = 5.0
-# Native solver libraries spawn one thread per core unless told otherwise.
+# Native solver libraries spawn one thread per core unless told otherwise. The workers
+# inherit these variables, which every such library reads when it loads, also after the
+# worker started; threadpoolctl would limit only the pools loaded when it is called (in a
+# worker after a solve with balance, exact, milp-highs and milp-cpsat it finds numpy's
+# OpenBLAS alone, and HiGHS and CP-SAT take their thread counts as solver options).
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
