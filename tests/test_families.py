@@ -50,13 +50,13 @@ def test_balance_serves_half_of_the_p2_optimum(m: int) -> None:
     assert served("balance", inst) == m
 
 
-@pytest.mark.parametrize("m", (1, 2))
+@pytest.mark.parametrize("m", [1, 2])
 def test_the_literal_algorithm_serves_half_too(m: int) -> None:
     inst = tight_instance(TightParams(users=2 * m, seed=3))
     assert served("balance-literal", inst) == m
 
 
-@pytest.mark.parametrize("m", (15, 25))
+@pytest.mark.parametrize("m", [15, 25])
 def test_larger_m_against_exact(m: int) -> None:
     inst = tight_instance(TightParams(users=2 * m, seed=1))
     res = get_solver("exact").solve(inst)
@@ -65,8 +65,8 @@ def test_larger_m_against_exact(m: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("m", (30, 40, 50, 70, 95))
-@pytest.mark.parametrize("seed", (1, 2))
+@pytest.mark.parametrize("m", [30, 40, 50, 70, 95])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_the_family_holds_up_to_its_largest_m(m: int, seed: int) -> None:
     inst = tight_instance(TightParams(users=2 * m, seed=seed))
     res = get_solver("exact").solve(inst)
