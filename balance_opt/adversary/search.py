@@ -1,10 +1,11 @@
 """The adversary: an instance on which one heuristic serves as few users as possible, relative to the optimum.
 
 ``search`` runs a random phase over the generator's knobs (:func:`moves.random_instance`),
-then local search from the worst instance found (:func:`moves.neighbour`: per-user values,
-copies and replacements of users, memory, draft length), going back to one of the worst
-instances seen when it stalls. Each candidate is one *evaluation*: the heuristic's schedule
-and the optimum, both judged by the evaluator. The optimum is P1's by ``exhaustive`` up to
+then a steady-state local search: each step moves (:func:`moves.neighbour`: per-user values,
+copies and replacements of users, memory, draft length) one of the :data:`ELITE` worst
+instances seen so far, drawn at random, and the child joins them when it is among the worst.
+Each candidate is one *evaluation*: the heuristic's schedule and the optimum, both judged by
+the evaluator. The optimum is P1's by ``exhaustive`` up to
 :data:`EXHAUSTIVE_MAX_USERS` users and by ``exact`` above (a candidate ``exact`` does not prove
 within its limit is skipped), or P2's by ``exhaustive-p2`` (``against="p2"``).
 
@@ -38,7 +39,7 @@ EXHAUSTIVE_MAX_USERS = 12
 P2_MAX_USERS = 12
 AGAINST = ("p1", "p2")
 GRIDS = ("paper", "free")
-ELITE = 8  # the worst instances kept to restart from
+ELITE = 8  # the worst instances kept: each local move starts from one of them
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,7 @@ class Settings:
     # Random instances before local search: a count, not a share of the budget, so that a run
     # is a prefix of every longer run with the same seed (its best is found again with
     # --budget-evals set to the evaluation that found it).
-    random_evals: int = 300
-    restart_after: int = 200  # evaluations without a strictly better current before a restart
+    random_evals: int = 100
     exact_time_limit_s: float = 30.0
 
     def check(self) -> None:
@@ -194,16 +194,9 @@ class _Search:
         free = self.s.grids == "free"
         while (self.out.evaluations < self.s.random_evals or self.out.best is None) and not self.over():
             self.evaluate(random_instance(self.rng, self.s.users, free).replace(distance_m=None))
-        current, stale, restarts = self.out.best, 0, 0
-        while current is not None and not self.over():
-            cand = self.evaluate(neighbour(self.rng, current.instance, free))
-            if cand is not None and cand.key[:2] <= current.key[:2]:
-                stale = 0 if cand.key[:2] < current.key[:2] else stale + 1
-                current = cand
-            else:
-                stale += 1
-            if stale >= self.s.restart_after:
-                current, stale, restarts = self.elite[restarts % len(self.elite)], 0, restarts + 1
+        while self.elite and not self.over():
+            parent = self.elite[int(self.rng.integers(len(self.elite)))]
+            self.evaluate(neighbour(self.rng, parent.instance, free))
         self.out.seconds = self.elapsed()
         return self.out
 

@@ -41,9 +41,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--random-evals",
         type=int,
-        default=300,
+        default=100,
         metavar="N",
-        help="random instances before local search (default 300)",
+        help="random instances before local search (default 100)",
     )
     p.add_argument(
         "--exact-time-limit",
