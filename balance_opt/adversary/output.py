@@ -15,7 +15,8 @@ SUMMARY = "summary.json"
 
 
 def instance_name(s: Settings) -> str:
-    return f"adversary-{s.solver}-{s.against}-K{s.users}-s{s.seed:04d}"
+    grids = "-free" if s.grids == "free" else ""
+    return f"adversary-{s.solver}-{s.against}{grids}-K{s.users}-s{s.seed:04d}"
 
 
 def worst_instance(s: Settings, best: Candidate) -> Instance:
