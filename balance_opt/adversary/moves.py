@@ -63,11 +63,11 @@ def random_params(rng: np.random.Generator, users: int, free_grids: bool) -> Gen
 
 
 def random_grid(rng: np.random.Generator) -> tuple[float, ...]:
-    """A non-empty subset of the paper's grid {0, 0.1, ..., 1}, each value kept with chance 1/2."""
-    keep = rng.random(len(DEFAULT_GRID)) < 0.5
-    if not keep.any():
-        keep[int(rng.integers(len(DEFAULT_GRID)))] = True
-    return tuple(v for v, k in zip(DEFAULT_GRID, keep.tolist(), strict=True) if k)
+    """One to four distinct values of the paper's grid {0, 0.1, ..., 1}, ascending (coarse grids
+    are where Theorem 1 says least about P1)."""
+    size = int(rng.integers(1, 5))
+    picked = rng.choice(len(DEFAULT_GRID), size=size, replace=False)
+    return tuple(DEFAULT_GRID[i] for i in sorted(picked.tolist()))
 
 
 def random_instance(rng: np.random.Generator, users: int, free_grids: bool) -> Instance:
@@ -113,10 +113,12 @@ def _with(arr: np.ndarray, k: int, value: Any) -> np.ndarray:
 
 
 def _tweak_server(rng: np.random.Generator, inst: Instance) -> dict[str, Any]:
-    """Memory scaled, or the draft length one step up or down."""
+    """Memory scaled (never below both models' weights: serving nobody stays feasible), or the
+    draft length one step up or down."""
     s = inst.server
     if rng.random() < 0.5:
-        return {"server": _replace(s, memory_bytes=_scaled(rng, s.memory_bytes))}
+        weights = inst.llm_weight_bytes + inst.slm_weight_bytes
+        return {"server": _replace(s, memory_bytes=max(weights, _scaled(rng, s.memory_bytes)))}
     step = 1 if rng.random() < 0.5 else -1
     return {"server": _replace(s, draft_length=min(MAX_DRAFT, max(1, s.draft_length + step)))}
 

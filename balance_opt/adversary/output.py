@@ -67,9 +67,9 @@ def summary(s: Settings, out: Outcome, inst: Instance | None) -> dict[str, Any]:
         "budget_evals": s.budget_evals,
         "budget_s": s.budget_s,
         "stopped_by": out.stopped_by,
-        "unproved": out.unproved,
+        "cut_short": out.cut_short,
         # the same settings and evaluation budget give the same bytes (docs/worst-case.md)
-        "reproducible": out.stopped_by == "evaluations" and out.unproved == 0,
+        "reproducible": out.stopped_by == "evaluations" and out.cut_short == 0,
         "improvements": out.improvements,
     }
     if best is not None and inst is not None:

@@ -16,7 +16,7 @@ the same seed and evaluation budget return the same instance, and a longer run o
 candidates. A time budget stops the sequence wherever the clock does, which can change the
 result; the evaluation that found it (``found_at``) reproduces it as an evaluation budget.
 An ``exact`` solve cut short by its time limit (K > 12) breaks this: such a candidate is
-skipped, and which ones are depends on the machine's speed (``unproved`` counts them).
+skipped, and which ones are depends on the machine's speed (``cut_short`` counts them).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from balance_opt.adversary.moves import neighbour, random_instance
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver, heuristic_names
-from balance_opt.status import Status
+from balance_opt.status import Status, Termination
 
 EXHAUSTIVE_MAX_USERS = 12
 P2_MAX_USERS = 12
@@ -108,7 +108,7 @@ class Outcome:
     best: Candidate | None = None
     evaluations: int = 0
     seconds: float = 0.0
-    unproved: int = 0  # candidates whose optimum exact did not prove in its limit
+    cut_short: int = 0  # candidates whose optimum exact did not prove within its limit
     improvements: list[dict[str, Any]] = field(default_factory=list)
     stopped_by: str = ""  # "evaluations" or "time"
 
@@ -137,8 +137,10 @@ class Referee:
         if self.settings.against == "p2":
             value = res.stats.get("p2_optimum")
             return None if value is None else (int(value), res.schedule)
-        if res.status != Status.OPTIMAL or res.bound is None:
+        if res.termination == Termination.TIME_LIMIT:
             return None
+        if res.status != Status.OPTIMAL or res.bound is None:  # never: every empty schedule is feasible
+            raise RuntimeError(f"{self.exact.name} did not prove the optimum of {inst.name}: {res.error}")
         return res.bound, res.schedule  # the evaluator confirmed it serves the bound (make_result)
 
 
@@ -166,14 +168,14 @@ class _Search:
         return False
 
     def evaluate(self, inst: Instance) -> Candidate | None:
-        """One evaluation; None when the candidate does not count (unproved, optimum too small)."""
+        """One evaluation; None when the candidate does not count (optimum unknown or too small)."""
         self.out.evaluations += 1
         n = self.out.evaluations
         served, schedule = self.referee.served(inst)
         found = self.referee.optimum(inst)
         cand = None
         if found is None:
-            self.out.unproved += 1
+            self.out.cut_short += 1
         elif found[0] >= self.s.min_optimum:
             cand = Candidate(inst, served, found[0], schedule, found[1], n)
             self._remember(cand)
