@@ -223,3 +223,18 @@ def test_library_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     (tmp_path / "copy" / "fig6" / "solutions" / "small-k-10-s0001.json").unlink()
     assert main(["library", "verify", str(tmp_path / "copy")]) == 1
     assert "small-k-10-s0001" in capsys.readouterr().out
+
+
+def test_rebuild_and_heuristic_choice_commands(small_set: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from balance_opt.cli import main
+
+    lib = small_set.parent / "lib"
+    shutil.copytree(small_set, lib / "fig6")
+    assert main(["library", "refs", str(lib / "fig6"), "--heuristic", "nope"]) == 2
+    assert "not a heuristic of the library: nope" in capsys.readouterr().err
+    assert main(["library", "refs", str(lib / "fig6"), "--heuristic", "ad-only"]) == 0
+    assert {r["config"] for r in read_ledger(lib / "fig6")} == {"ad-only"}
+    table = (lib / "fig6" / "reference.csv").read_text()
+    assert main(["library", "rebuild", str(lib)]) == 0
+    assert (lib / "fig6" / "reference.csv").read_text() == table
+    assert "Commands run:" in (lib / "fig6" / "README.md").read_text()

@@ -76,22 +76,8 @@ def _library_text(ratios: pd.DataFrame) -> str:
     )
 
 
-def readme(parts: dict[str, Any], command: str, family: pd.DataFrame, finds: pd.DataFrame,
-           ratios: pd.DataFrame) -> str:  # fmt: skip
-    """The report's README.md."""
-    lines = [
-        "# How tight is Theorem 1's 1/2? The worst case of BALANCE",
-        "",
-        "Built with:",
-        "",
-        "```",
-        command,
-        "```",
-        "",
-        "Every served count is the evaluator's, every optimum proved (by the evaluator accepting a "
-        "schedule that serves everybody, or by the library's exact methods). Why the family works: "
-        "docs/worst-case.md.",
-        "",
+def _family_section(parts: dict[str, Any], family: pd.DataFrame) -> list[str]:
+    return [
         "## The theorem1-tight family",
         "",
         _family_text(family, parts["family_all_half"]),
@@ -114,6 +100,26 @@ def readme(parts: dict[str, Any], command: str, family: pd.DataFrame, finds: pd.
         "",
         f"Table: {parts['sizes_csv']}.",
         "",
+    ]
+
+
+def readme(parts: dict[str, Any], command: str, family: pd.DataFrame, finds: pd.DataFrame,
+           ratios: pd.DataFrame) -> str:  # fmt: skip
+    """The report's README.md."""
+    lines = [
+        "# How tight is Theorem 1's 1/2? The worst case of BALANCE",
+        "",
+        "Built with:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "Every served count is the evaluator's, every optimum proved (by the evaluator accepting a "
+        "schedule that serves everybody, or by the library's exact methods). Why the family works: "
+        "docs/worst-case.md.",
+        "",
+        *_family_section(parts, family),
         "## The adversary's finds",
         "",
         "`balance-opt adversary` runs, stored in `instances/paper/adversarial` with the command that "
