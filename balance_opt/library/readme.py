@@ -92,7 +92,7 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
     if ref:
         statuses = Counter(r["status"] for r in ref.values())
         classes = Counter(r["class"] for r in ref.values())
-        trivial = sum(r["bound_by"] == "trivial" for r in ref.values())
+        trivial = sum(r["status"] != "optimal" and r["bound"] == r["K"] for r in ref.values())
         proofs = Counter(min(int(r.get("proofs") or 0), 2) for r in ref.values() if r["status"] == "optimal")
         lines += [
             f"Now: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))} "
