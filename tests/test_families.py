@@ -64,7 +64,6 @@ def test_larger_m_against_exact(m: int) -> None:
     assert {h: served(h, inst) for h in HEURISTICS} == dict.fromkeys(HEURISTICS, m)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("m", [30, 40, 50, 70, 95])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_family_holds_up_to_its_largest_m(m: int, seed: int) -> None:
