@@ -34,6 +34,8 @@ COMMAND_MODULES = (
     "balance_opt.commands.stochastic_experiment",
     "balance_opt.commands.regress",
     "balance_opt.commands.library",
+    "balance_opt.commands.adversary",
+    "balance_opt.commands.worst_case_report",
     "balance_opt.commands.demo",
     "balance_opt.commands.calibrate",
     "balance_opt.commands.profile",

@@ -33,9 +33,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "generator",
         "stochastic.distribution",
     ),
-    ("evaluate", "result", "mode_comparison", "stochastic.simulate", "stochastic", ""),
+    ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic", ""),
     ("solvers",),
-    ("batch", "library", "stochastic.experiment"),
+    ("batch", "library", "adversary", "stochastic.experiment"),
     ("report", "stochastic.report", "calibration"),
     ("commands", "cli"),
 )

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from balance_opt.library.check import Score
 
 COLUMNS = ("solution", "set", "instance", "solver", "feasible", "served", "best_known", "bound",
-           "reference_status", "gap", "ratio", "new_record", "note")  # fmt: skip
+           "reference_status", "reference_proofs", "gap", "ratio", "new_record", "note")  # fmt: skip
 
 
 def register(sub: Any) -> None:

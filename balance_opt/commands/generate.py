@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from balance_opt.families import FAMILIES, build_family
 from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
 
 
@@ -92,12 +93,16 @@ _RANGES: dict[str, tuple[type, str, str]] = {
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "generate",
-        help="write seeded instance files (presets fig4, fig5, fig1, tight-memory)",
+        help="write seeded instance files (presets fig4, fig5, fig1, tight-memory, theorem1-tight)",
         description="Write instance files. Each file records the seed and every parameter; "
         "the same command writes byte-identical files. --count N writes seeds seed..seed+N-1 "
-        "as <preset>-K<K>-s<seed>.json.",
+        "as <preset>-K<K>-s<seed>.json. Preset theorem1-tight is the hand-built family where "
+        "BALANCE serves exactly half of the optimum (K = 2m; knobs --users, --seed, --draft-length, "
+        "--hardware, --llm, --slm, --bytes-per-param, --bits-per-token; docs/worst-case.md).",
     )
-    p.add_argument("--preset", choices=list(PRESETS), default="fig4", help="parameter set (default fig4)")
+    p.add_argument(
+        "--preset", choices=[*PRESETS, *FAMILIES], default="fig4", help="parameter set (default fig4)"
+    )
     p.add_argument("--users", "-K", type=int, help="number of users K (fig4/fig5: 30, fig1: 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first instance (default 0)")
     p.add_argument("--count", type=int, default=1, help="number of instances (seeds seed, seed+1, ...)")
@@ -129,6 +134,11 @@ def register(sub: Any) -> None:
 
 def params_from_args(args: argparse.Namespace) -> GeneratorParams:
     """The generator parameters of a parsed command line (seed of the first instance)."""
+    return preset_params(args.preset, seed=args.seed, **overrides_from_args(args))
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The knobs a command line sets, by GeneratorParams field name."""
     overrides: dict[str, Any] = {}
     for _kind, lo, hi in _RANGES.values():
         pair = getattr(args, f"range_{lo}")
@@ -151,7 +161,7 @@ def params_from_args(args: argparse.Namespace) -> GeneratorParams:
         overrides["users"] = args.users
     if args.name is not None:
         overrides["name"] = args.name
-    return preset_params(args.preset, seed=args.seed, **overrides)
+    return overrides
 
 
 def _apply_hardware_file(path: Path, overrides: dict[str, Any], keep_memory: bool) -> None:
@@ -182,6 +192,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.name is not None and args.count > 1:
         raise UsageError("--name needs --count 1 (names of a batch encode their seeds)")
+    if args.preset in FAMILIES:
+        return _write_family(args)
     try:
         base = params_from_args(args)
     except ValueError as exc:
@@ -190,5 +202,24 @@ def handle(args: argparse.Namespace) -> int:
         params = dataclasses.replace(base, seed=base.seed + i)
         path = args.out / f"{instance_name(params)}.json"
         write_instance(generate_from(params), path)
+        print(path)
+    return 0
+
+
+def _write_family(args: argparse.Namespace) -> int:
+    """Instances of a hand-built family (balance_opt/families.py), seeds seed..seed+count-1."""
+    from balance_opt.errors import UsageError
+    from balance_opt.io import write_instance
+
+    if args.hardware_file is not None:
+        raise UsageError(f"--hardware-file is not a knob of preset {args.preset}")
+    try:
+        overrides = overrides_from_args(args)
+        instances = [build_family(args.preset, seed=args.seed + i, **overrides) for i in range(args.count)]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for inst in instances:
+        path = args.out / f"{inst.name}.json"
+        write_instance(inst, path)
         print(path)
     return 0

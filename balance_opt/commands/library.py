@@ -3,6 +3,8 @@
 - ``library generate ROOT`` writes every set's instance files and README;
 - ``library refs SET_FOLDER --solver NAME ...`` runs solvers on one set, resumably, and
   rebuilds its ``reference.csv``;
+- ``library rebuild ROOT_OR_SET`` rewrites every ``reference.csv`` and README from the
+  ledgers and stored schedules alone (after a change of the table's rules; no solve);
 - ``library verify ROOT_OR_SET`` re-checks every stored reference schedule with the
   evaluator and that the table agrees with it (no solver runs; what CI does).
 """
@@ -44,7 +46,20 @@ def register(sub: Any) -> None:
         help="run the given solvers only on instances whose stem matches (fnmatch, repeatable)",
     )  # fmt: skip
     r.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1)")
+    r.add_argument(
+        "--heuristic", action="append", metavar="NAME",
+        help="run only these of the six heuristics (repeatable; default all six)",
+    )  # fmt: skip
+    r.add_argument("--no-heuristics", action="store_true", help="run none of the six heuristics")
     r.set_defaults(func=handle_refs)
+    b = lib.add_parser(
+        "rebuild",
+        help="rewrite reference tables and READMEs from the ledgers (no solve)",
+        description="Rewrite each set's reference.csv and README.md from its attempts.csv and stored "
+        "schedules, with today's rules (status, proofs, classes). Nothing is solved.",
+    )
+    b.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
+    b.set_defaults(func=handle_rebuild)
     v = lib.add_parser("verify", help="re-check every stored reference schedule (evaluator only)")
     v.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
     v.set_defaults(func=handle_verify)
@@ -71,7 +86,7 @@ def handle_refs(args: argparse.Namespace) -> int:
     from balance_opt.errors import UsageError
     from balance_opt.library.readme import remember, write_readme
     from balance_opt.library.reference import ReferenceContradiction
-    from balance_opt.library.refs import build_references
+    from balance_opt.library.refs import build_references, heuristic_configs
     from balance_opt.library.sets import set_of
 
     lib = set_of(args.folder)
@@ -80,8 +95,15 @@ def handle_refs(args: argparse.Namespace) -> int:
             f"{args.folder}: not a library set folder (write it with `balance-opt library generate`)"
         )
     configs = resolve_configs(args.solver, args.config, args.time_limit) if args.solver or args.config else []
+    heuristics = [] if args.no_heuristics else args.heuristic
     try:
-        out = build_references(args.folder, configs, max_users=args.max_k, only=args.only, jobs=args.jobs)
+        heuristic_configs(heuristics)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        out = build_references(
+            args.folder, configs, max_users=args.max_k, only=args.only, jobs=args.jobs, heuristics=heuristics
+        )
     except ReferenceContradiction as exc:
         print(f"balance-opt library refs: CONTRADICTION: {exc}", file=sys.stderr)
         return 1
@@ -106,7 +128,30 @@ def refs_command(args: argparse.Namespace) -> str:
     if args.max_k is not None:
         words += ["--max-k", str(args.max_k)]
     words += [w for pattern in args.only for w in ("--only", pattern)]
+    words += [w for h in args.heuristic or [] for w in ("--heuristic", h)]
+    words += ["--no-heuristics"] if args.no_heuristics else []
     return " ".join(shlex.quote(w) for w in words)
+
+
+def handle_rebuild(args: argparse.Namespace) -> int:
+    from balance_opt.library.readme import commands_of, write_readme
+    from balance_opt.library.reference import ReferenceContradiction
+    from balance_opt.library.refs import rebuild_references
+    from balance_opt.library.sets import set_of
+    from balance_opt.library.verify import set_folders
+
+    for folder in set_folders(args.paths):
+        try:
+            rows = rebuild_references(folder)
+        except ReferenceContradiction as exc:
+            print(f"balance-opt library rebuild: CONTRADICTION: {exc}", file=sys.stderr)
+            return 1
+        lib = set_of(folder)
+        if lib is not None:
+            write_readme(lib, folder, commands_of(folder))
+        optimal = sum(r["status"] == "optimal" for r in rows)
+        print(f"{folder}: {optimal}/{len(rows)} optimal")
+    return 0
 
 
 def handle_verify(args: argparse.Namespace) -> int:

@@ -86,6 +86,7 @@ class Score:
     best_known: int
     bound: int
     reference_status: str
+    reference_proofs: int  # independent proofs of best_known (0 when open)
     gap: int | None
     ratio: float | None
     new_record: bool
@@ -123,6 +124,7 @@ def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
         best_known=best,
         bound=bound,
         reference_status=entry.row["status"],
+        reference_proofs=int(entry.row.get("proofs") or 0),
         gap=None if feasible_served is None else best - feasible_served,
         ratio=None if feasible_served is None or best == 0 else round(feasible_served / best, 6),
         new_record=feasible_served is not None and feasible_served > best,

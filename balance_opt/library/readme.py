@@ -20,11 +20,12 @@ COLUMNS_TEXT = """\
 | `instance` | file stem (also the instance's `name`) |
 | `sha256` | SHA-256 of the instance file's bytes |
 | `K` | number of users |
-| `status` | `optimal` when two different solvers proved `bound == best_known`, else `open` |
+| `status` | `optimal` when a tested exact method proved `bound == best_known` (or all served), else `open` |
 | `best_known` | served users of the best feasible schedule known (the evaluator's count) |
 | `bound` | best proved upper bound; `K` (trivial) when no solver proved one |
 | `class` | `easy`: optimal, fastest proof within {easy:g} s; `hard`: optimal, slower; `open` |
-| `proved_by` | solvers whose proved bound equals `best_known`, each with its fastest time |
+| `proofs` | the number of independent proofs of `best_known`: the solvers in `proved_by` |
+| `proved_by` | exact methods whose proved bound is `best_known`, with their fastest times (or `all-served`) |
 | `bound_by` | the solver that proved `bound` (`trivial` for `K`) |
 | `best_by` | the solver that found the stored schedule |
 | `solution` | the stored best schedule, relative to this folder |
@@ -48,6 +49,20 @@ def _attempts_text(ledger: Sequence[Mapping[str, str]]) -> list[str]:
     return lines
 
 
+def _found_text(lib: LibrarySet) -> list[str]:
+    """The found instances and the command that wrote each (its ``worst.json``, copied here)."""
+    if not lib.found:
+        return []
+    return [
+        f"{len(lib.found)} more instance(s) were found by a search, not written by `library generate`: "
+        "each is the `worst.json` of the command beside it (the same command writes the same bytes; "
+        "docs/worst-case.md), copied here as `<instance>.json`:",
+        "",
+        *(f"- `{f.stem}`: `{f.command}`" for f in lib.found),
+        "",
+    ]
+
+
 def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> str:
     """The README of ``lib`` as stored in ``folder`` (its ledger and reference, when present)."""
     seeds = ", ".join(map(str, lib.seeds))
@@ -62,10 +77,13 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
         "the same command writes the same bytes.",
         "",
         *(f"- {part.describe()}" for part in lib.parts),
-        f"- seeds {seeds} at every point ({len(lib.stems())} files)",
+        f"- seeds {seeds} at every point ({len(lib.stems()) - len(lib.found)} files)",
         "- units as in the instance format: seconds, bytes, tokens, Hz; every file records its "
         "generator parameters, seed and RNG under `generator`",
         "",
+        *_found_text(lib),
+    ]
+    lines += [
         "## References (`reference.csv`)",
         "",
         COLUMNS_TEXT.format(easy=EASY_SECONDS),
@@ -74,13 +92,14 @@ def readme_text(lib: LibrarySet, folder: Path, commands: Sequence[str] = ()) -> 
     if ref:
         statuses = Counter(r["status"] for r in ref.values())
         classes = Counter(r["class"] for r in ref.values())
-        trivial = sum(r["bound_by"] == "trivial" for r in ref.values())
-        one = sum(r["status"] != "optimal" and r["bound"] == r["best_known"] for r in ref.values())
+        trivial = sum(r["status"] != "optimal" and r["bound"] == r["K"] for r in ref.values())
+        proofs = Counter(min(int(r.get("proofs") or 0), 2) for r in ref.values() if r["status"] == "optimal")
         lines += [
             f"Now: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))} "
             f"({', '.join(f'{n} {c}' for c, n in sorted(classes.items()))}); "
-            f"{one} open instance(s) have an optimum proved by one solver (waiting for a second proof); "
-            f"{trivial} instance(s) have only the trivial bound K (no solver has proved a smaller one yet).",
+            f"of the optimal ones, {proofs[1]} proved by one exact method and {proofs[2]} by two or more "
+            f"(`proofs`); {trivial} instance(s) have only the trivial bound K (no solver has proved a "
+            "smaller one yet).",
             "",
         ]
     ledger = read_ledger(folder)

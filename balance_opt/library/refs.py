@@ -109,8 +109,14 @@ class _Builder:
         self.outcome.improved.append(f"{stem}: best known {was} -> {ev.served} ({doc['solver']})")
 
 
-def heuristic_configs() -> list[SolverConfig]:
-    return [make_config(h) for h in HEURISTICS]
+def heuristic_configs(names: Sequence[str] | None = None) -> list[SolverConfig]:
+    """The heuristics' configurations (all of :data:`HEURISTICS` unless ``names`` picks some)."""
+    unknown = sorted(set(names or ()) - set(HEURISTICS))
+    if unknown:
+        raise ValueError(
+            f"not a heuristic of the library: {', '.join(unknown)}; known: {', '.join(HEURISTICS)}"
+        )
+    return [make_config(h) for h in HEURISTICS if names is None or h in names]
 
 
 def build_references(
@@ -122,17 +128,19 @@ def build_references(
     jobs: int = 1,
     executor: Executor | None = None,
     log: Callable[[str], None] = print,
+    heuristics: Sequence[str] | None = None,
 ) -> RefsOutcome:
     """Run ``configs`` and the heuristics on the set; rebuild the table.
 
     ``configs`` run only on instances with K <= ``max_users`` whose stem matches one of the
-    ``only`` patterns (``fnmatch``; all when empty); the heuristics run on every instance.
+    ``only`` patterns (``fnmatch``; all when empty); the heuristics (all six, or the named
+    ones) run on every instance.
     """
     folder = Path(folder)
     paths = collect_instance_paths([folder])
     instances = {p.stem: (read_instance(p), sha256_bytes(read_bytes(p))) for p in paths}
     b = _Builder(folder, instances, log)
-    plan = [(c, True) for c in configs] + [(h, False) for h in heuristic_configs()]
+    plan = [(c, True) for c in configs] + [(h, False) for h in heuristic_configs(heuristics)]
     for cfg, filtered in plan:
         todo = [p for p in paths if not filtered or _selected(p.stem, instances[p.stem][0], max_users, only)]
         fresh = [p for p in todo if not b.done(p.stem, cfg)]
@@ -150,6 +158,14 @@ def _selected(stem: str, inst: Instance, max_users: int | None, only: Sequence[s
     if max_users is not None and inst.num_users > max_users:
         return False
     return not only or any(fnmatch.fnmatchcase(stem, pattern) for pattern in only)
+
+
+def rebuild_references(folder: str | Path) -> list[dict[str, Any]]:
+    """Rewrite ``reference.csv`` from the ledger and the stored schedules alone (no solve)."""
+    folder = Path(folder)
+    paths = collect_instance_paths([folder])
+    instances = {p.stem: (read_instance(p), sha256_bytes(read_bytes(p))) for p in paths}
+    return rebuild_table(folder, _Builder(folder, instances, lambda _: None))
 
 
 def rebuild_table(folder: Path, b: _Builder) -> list[dict[str, Any]]:

@@ -14,12 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt.batch.experiments import EXPERIMENTS, SWEEPS, Sweep, instance_stem
-from balance_opt.generator import PRESETS, generate
+from balance_opt.families import TIGHT, generate_any
+from balance_opt.generator import PRESETS
 from balance_opt.io import atomic_write, instance_bytes
+from balance_opt.library.found import ADVERSARY_FINDS, Found
 
 LIBRARY_SEEDS = (1, 2, 3, 4, 5)
 GENERATE_COMMAND = "balance-opt library generate instances/paper"
 LARGE_K = (100, 150, 200)
+# Past exact solving today (docs/exact.md): one seed per point, references as proved so far.
+HUGE_K = (300, 500, 1000)
+# The theorem1-tight family: m = 1, 2, 3, 5, 10, 25, 50 and 95, the largest m the model allows.
+TIGHT_K = (2, 4, 6, 10, 20, 50, 100, 190)
 # Fig. 5's users on the server of the tight-memory preset: the same KV budget in tokens.
 TIGHT_KV_TOKENS = PRESETS["tight-memory"]["kv_budget_tokens"]
 
@@ -43,15 +49,17 @@ class Part:
 
 @dataclass(frozen=True)
 class LibrarySet:
-    """A folder of ``instances/paper``: its parts and what it is for."""
+    """A folder of ``instances/paper``: its parts, its found instances and what it is for."""
 
     name: str
     title: str
     parts: tuple[Part, ...]
     seeds: tuple[int, ...] = LIBRARY_SEEDS
+    found: tuple[Found, ...] = ()
 
     def stems(self) -> list[str]:
-        return [stem for part in self.parts for stem, _, _ in part.stems(self.seeds)]
+        made = [stem for part in self.parts for stem, _, _ in part.stems(self.seeds)]
+        return made + [f.stem for f in self.found]
 
 
 def _paper_set(figure: str) -> LibrarySet:
@@ -71,8 +79,32 @@ def _large_set() -> LibrarySet:
     return LibrarySet("large-tight", title, parts)
 
 
+def _huge_set() -> LibrarySet:
+    parts = (
+        Part(Sweep("large-fig4", "fig4", "users", HUGE_K, "K")),
+        Part(Sweep("large-fig5", "fig5", "users", HUGE_K, "K")),
+    )
+    title = "Past exact solving today: K = 300, 500, 1000, Fig. 4's and Fig. 5's users, the RTX 4090's memory"
+    return LibrarySet("large", title, parts, seeds=(1,))
+
+
+def _adversarial_set() -> LibrarySet:
+    parts = (Part(Sweep("tight", TIGHT, "users", TIGHT_K, "K")),)
+    title = (
+        "Instances that separate methods: the theorem1-tight family, where BALANCE serves exactly half "
+        "of the optimum (docs/worst-case.md), and the worst instances the adversary found for each heuristic"
+    )
+    return LibrarySet("adversarial", title, parts, seeds=(1, 2), found=ADVERSARY_FINDS)
+
+
 SETS: dict[str, LibrarySet] = {
-    s.name: s for s in (*(_paper_set(f) for f in ("fig4a", "fig4b", "fig5a", "fig5b", "fig6")), _large_set())
+    s.name: s
+    for s in (
+        *(_paper_set(f) for f in ("fig4a", "fig4b", "fig5a", "fig5b", "fig6")),
+        _large_set(),
+        _huge_set(),
+        _adversarial_set(),
+    )
 }
 
 
@@ -85,11 +117,14 @@ def instance_bytes_of(part: Part, value: float, seed: int) -> bytes:
     """The instance file of one point and seed (what ``make_instances`` writes for a paper sweep)."""
     overrides: dict[str, Any] = {**part.overrides, part.sweep.param: value}
     overrides["name"] = instance_stem(part.sweep, value, seed)
-    return instance_bytes(generate(part.sweep.preset, seed=seed, **overrides))
+    return instance_bytes(generate_any(part.sweep.preset, seed=seed, **overrides))
 
 
 def write_set(lib: LibrarySet, root: Path) -> list[Path]:
-    """Write the set's instance files (rewritten each time: generation is deterministic)."""
+    """Write the set's generated instance files (rewritten each time: generation is deterministic).
+
+    Found instances are not written here: they are stored as the command that found them wrote them.
+    """
     folder = root / lib.name
     out = []
     for part in lib.parts:

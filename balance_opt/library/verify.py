@@ -3,8 +3,9 @@
 For every row of every set's ``reference.csv``: the instance file exists and has the
 recorded sha256; the stored schedule exists, names that instance, is feasible and serves
 exactly ``best_known``; ``best_known <= bound <= K``; an ``optimal`` row has its bound
-equal to ``best_known`` and two different proving solvers; no heuristic beats the bound.
-Every instance file of a set has a row.
+equal to ``best_known`` and at least one proof, each by a tested exact method of P1 (or
+``all-served`` when every user is served), ``proofs`` counting them; an ``open`` row has
+none; no heuristic beats the bound. Every instance file of a set has a row.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.io import read_bytes, read_instance, read_solution, sha256_bytes
-from balance_opt.library.reference import ALL_SERVED, CERTIFYING_PROOFS, HEURISTICS, REFERENCE, read_reference
+from balance_opt.library.reference import ALL_SERVED, HEURISTICS, REFERENCE, proving_solvers, read_reference
 
 
 def set_folders(paths: Iterable[Path]) -> list[Path]:
@@ -50,12 +51,7 @@ def _check_row(folder: Path, row: dict[str, str]) -> list[str]:
         problems.append(f"{where}: K is {k} but the instance has {inst.num_users} users")
     if not best <= bound <= k:
         problems.append(f"{where}: need best_known <= bound <= K, got {best}, {bound}, {k}")
-    if row["status"] == "optimal":
-        if bound != best:
-            problems.append(f"{where}: optimal but bound {bound} != best_known {best}")
-        proofs = [p.split(":")[0] for p in row["proved_by"].split(";") if p]
-        if len(set(proofs)) < CERTIFYING_PROOFS and not (ALL_SERVED in proofs and best == k):
-            problems.append(f"{where}: optimal with fewer than {CERTIFYING_PROOFS} proofs")
+    problems += _proof_problems(where, row, best, bound, k)
     if (row["status"] == "optimal") != (row["class"] in ("easy", "hard")):
         problems.append(f"{where}: status {row['status']} does not go with class {row['class']}")
     for h in HEURISTICS:
@@ -74,6 +70,26 @@ def _check_row(folder: Path, row: dict[str, str]) -> list[str]:
         problems.append(f"{where}: the stored schedule is infeasible: {'; '.join(ev.violations[:2])}")
     elif ev.served != best:
         problems.append(f"{where}: the stored schedule serves {ev.served}, the table says {best}")
+    return problems
+
+
+def _proof_problems(where: str, row: dict[str, str], best: int, bound: int, k: int) -> list[str]:
+    """The status and the proofs agree: ``optimal`` with one or more valid proofs, ``open`` with none."""
+    if "proofs" not in row:
+        return [f"{where}: no proofs column (rebuild the table: balance-opt library rebuild)"]
+    proofs = [p.split(":")[0] for p in row["proved_by"].split(";") if p]
+    problems = []
+    if row["proofs"] != str(len(proofs)) or len(set(proofs)) != len(proofs):
+        problems.append(f"{where}: proofs is {row['proofs']} but proved_by names {len(proofs)} solver(s)")
+    valid = set(proving_solvers()) | ({ALL_SERVED} if best == k else set())
+    problems += [f"{where}: {p} is not a tested exact method of P1" for p in proofs if p not in valid]
+    if row["status"] == "optimal":
+        if bound != best:
+            problems.append(f"{where}: optimal but bound {bound} != best_known {best}")
+        if not proofs:
+            problems.append(f"{where}: optimal without a proof")
+    elif proofs:
+        problems.append(f"{where}: status {row['status']} with proofs by {', '.join(proofs)}")
     return problems
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from balance_opt.io import atomic_write
-from balance_opt.report import figures, stats
+from balance_opt.report import bound, figures, stats
 from balance_opt.status import Status
 
 ABLATIONS = ("balance", "ecra", "ema", "ecrma")
@@ -148,6 +148,7 @@ def build_report(
     parts += [*sections]
     parts += ["## Summary per solver configuration", "", summary_markdown(summary), ""]
     parts += [f"Table: {_write_csv(out, 'summary.csv', summary)}", "", CONVENTIONS]
+    parts += bound.bound_section(summary)
     parts += _sweep_sections(df, out)
     parts += _users_sections(df, out)
     if df["config"].nunique() >= 2:
