@@ -1,0 +1,325 @@
+"""Upper bounds on ``d*`` for ranges of blocks, and the tree search that keeps the blocks worth searching.
+
+The blocks of Algorithm 1 (one per ``L1``) or 2 (one per ``(L3, L4)``) are numbered in the
+lexicographic order of their parameters. A *node* is a range ``[s, e)`` of them; a
+:class:`Family` relaxes it to one pool that contains every block's pool and contributions
+that are below every block's (contributions grow with the parameters, docs/model.md
+section 7). The users are in key order (``LO`` resp. ``N``, then position).
+
+The threshold ``t`` is cut into *groups*: group ``a`` holds ``t`` in ``(E_a, E_{a+1}]``. Any
+tuple of a node with ``t`` in group ``a`` has candidates among the node pool's users with
+``Tp > E_a``, a budget at most ``budget(E_{a+1}, upmin, v)`` (``upmin``: the smallest upload
+time of those users) and ``v`` at least the key of its ``d``-th candidate. Its ``d``-th prefix
+sums (time and memory) are at least those of the ``d`` first such users in key order,
+because their contributions are the ``d`` smallest (order statistics). So the largest ``d``
+whose key-order prefix passes ``S_d <= budget(E_{a+1}, upmin, key_d)`` and ``M_d <= Q`` bounds
+``d*`` of every tuple of the node in that group.
+
+The comparisons of an upper bound give up a relative ``SLACK`` of the sums. Float sums of
+the same numbers in another order can differ in the last bits, and the literal order
+``(c_k, k)`` is the key order only where contributions strictly increase with the key: the
+slack keeps the bound valid in every case, at no cost worth counting.
+
+A lower bound comes from actual tuples of a single block (a leaf) whose contributions
+strictly increase with the key: ``(v = key_j, t = the smallest Tp of the group's users,
+tau = the largest upload time of those with key <= v)``, whose ``d*`` is computed exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from balance_opt.solvers.heuristic.blocks import BoolArray, FloatArray, Hit, IntArray
+
+SLACK = 1e-9  # relative: far above float rounding of sums of <= 1e6 terms, far below any real margin
+CHUNK_CELLS = 1 << 20  # nodes x groups x users per batch (a few arrays of 8 MB)
+Budget = Callable[[Any, Any, Any], Any]
+
+
+class Family(Protocol):
+    """The blocks of one algorithm, in lexicographic order of their parameters."""
+
+    size: int
+
+    def split(self, s: IntArray, e: IntArray) -> IntArray:
+        """A cut ``s < m < e`` for each node with more than one block."""
+        ...
+
+    def relax(self, s: IntArray, e: IntArray) -> Relaxed:
+        """For nodes ``[s, e)``: a pool containing every block's, contributions below every block's,
+        and the limits on the tuples that are not dominated (``Relaxed``).
+
+        For a single block (``e = s + 1``) pool and contributions are the block's own.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """What bounds a node: arrays of shape ``(nodes, users)`` and limits of shape ``(nodes,)``.
+
+    Only tuples that are not *dominated* need a bound: a tuple is dominated when an earlier
+    tuple (lexicographically) has the same candidates and contributions no larger, hence
+    a ``d*`` at least as large (when all blocks are strict, so both sum in key order); it
+    can never be the literal answer. A block's tuples whose candidates miss every user new
+    to the block (not in the previous block's pool) are dominated by the same ``(v, t, tau)``
+    in the previous block. So every tuple that matters has a new user among its candidates:
+    ``t <= t_cap`` (the largest ``Tp`` of the node's new users), ``tau >= tau_low``, ``v >= v_low``.
+    """
+
+    pool: BoolArray
+    cost: FloatArray
+    mem: FloatArray
+    t_cap: FloatArray
+    tau_low: FloatArray
+    v_low: FloatArray
+
+
+def new_user_limits(new: BoolArray, tp: FloatArray, up: FloatArray, key: Any) -> tuple[FloatArray, ...]:
+    """``(t_cap, tau_low, v_low)`` of nodes whose tuples must each hold one of the users ``new[node]``.
+
+    A node with no such user holds no tuple that matters: ``t_cap = -inf``.
+    """
+    t_cap = np.where(new, tp, -np.inf).max(axis=1)
+    some = np.isfinite(t_cap)
+    tau_low = np.where(some, np.where(new, up, np.inf).min(axis=1), 0.0)
+    v_low = np.where(some, np.where(new, key, np.inf).min(axis=1), 0.0)
+    return t_cap, tau_low, v_low
+
+
+@dataclass(frozen=True)
+class Users:
+    """The users in key order, as the bounds see them."""
+
+    key: IntArray
+    tp: FloatArray
+    up: FloatArray
+    budget: Budget
+
+
+def group_edges(tp: FloatArray, groups: int) -> FloatArray:
+    """Edges ``E_0 = -inf < E_1 < ... < E_C = max Tp`` cutting the ``t`` axis into ``C`` groups.
+
+    Each group holds about as many distinct ``Tp`` values; with at most ``groups`` values,
+    each is a group of its own (the bound is then per row, as tight as it gets).
+    """
+    vals = np.unique(tp)
+    if vals.size == 0:
+        return np.array([-np.inf, -np.inf])
+    inner = vals[:-1] if vals.size <= groups else vals[(np.arange(1, groups) * vals.size) // groups - 1]
+    return np.concatenate(([-np.inf], np.unique(inner), [vals[-1]]))
+
+
+def group_bounds(
+    users: Users, edges: FloatArray, rel: Relaxed, qs: FloatArray, real: BoolArray
+) -> tuple[IntArray, IntArray]:
+    """``(ub, lb)``: ``ub[node, group, q]`` bounds ``d*`` from above, ``lb[node, q]`` is an actual ``d*``.
+
+    ``ub`` covers every tuple of the node that is not dominated (:class:`Relaxed`). ``lb`` is
+    computed for the nodes marked ``real`` (single blocks whose contributions strictly
+    increase with the key) and is 0 elsewhere. Nodes are taken in chunks of about
+    ``CHUNK_CELLS`` cells, each over the users in some pool of the chunk only.
+    """
+    n, p = rel.pool.shape
+    ng = edges.size - 1
+    ub = np.zeros((n, ng, qs.size), dtype=np.int64)
+    lb = np.zeros((n, qs.size), dtype=np.int64)
+    step = max(1, CHUNK_CELLS // (ng * max(p, 1)))
+    for a in range(0, n, step):
+        b = slice(a, min(n, a + step))
+        cols = np.flatnonzero(rel.pool[b].any(axis=0))
+        if cols.size:
+            ub[b], lb[b] = _chunk_bounds(users, cols, edges, rel, b, qs, real[b])
+    return ub, lb
+
+
+def _chunk_bounds(
+    users: Users, cols: IntArray, edges: FloatArray, rel: Relaxed, b: slice, qs: FloatArray, real: BoolArray
+) -> tuple[IntArray, IntArray]:
+    """:func:`group_bounds` for the nodes ``b``, over the users ``cols`` (all their pools).
+
+    Cells off a group's members repeat the last member's sums and rank under a smaller
+    budget, so they never raise a bound and need no mask.
+    """
+    key, tp, up = users.key[cols], users.tp[cols], users.up[cols]
+    pool = rel.pool[b][:, cols]
+    p = cols.size
+    lo_edges, hi_edges = edges[:-1], edges[1:]
+    member = pool[:, None, :] & (tp[None, :] > lo_edges[:, None])[None, :, :]
+    rank = np.cumsum(member, axis=2, dtype=np.int32)
+    cs = np.cumsum(member * rel.cost[b][:, None, cols], axis=2)  # adding 0.0 is exact
+    ms = np.cumsum(member * rel.mem[b][:, None, cols], axis=2)
+    # groups are nested: group a's users are the last ones in Tp order
+    by_tp = np.argsort(tp, kind="stable")
+    first = np.searchsorted(tp[by_tp], lo_edges, side="right")  # group a: by_tp[first[a]:]
+    at = np.minimum(first, p - 1)
+    upmin = np.minimum.accumulate(np.where(pool, up, np.inf)[:, by_tp[::-1]], axis=1)[:, ::-1][:, at]
+    upmin = np.where(first < p, np.maximum(upmin, rel.tau_low[b, None]), np.inf)
+    valid = np.isfinite(upmin) & (lo_edges[None, :] < rel.t_cap[b, None])
+    upmin = np.where(valid, upmin, 0.0)
+    t_top = np.where(valid, np.minimum(hi_edges[None, :], rel.t_cap[b, None]), 0.0)
+    # the slack, as seconds added to t: above any rounding of sums of this size
+    h_max = abs(float(users.budget(0.0, 0.0, float(key.max()))))
+    t_top = np.where(valid, t_top + SLACK * (np.abs(t_top) + upmin + h_max), -np.inf)
+    v = np.maximum(key[None, :], rel.v_low[b, None])[:, None, :]
+    ok = cs <= users.budget(t_top[:, :, None], upmin[:, :, None], v)
+    ub = _levels(ok, rank, ms, qs + SLACK * np.abs(qs))
+    lb = np.zeros((ub.shape[0], qs.size), dtype=np.int64)
+    r = np.flatnonzero(real)
+    if r.size:
+        # the smallest Tp of a group's users: an actual t with exactly those users
+        t_real = np.minimum.accumulate(np.where(pool[r], tp, np.inf)[:, by_tp][:, ::-1], axis=1)[:, ::-1][
+            :, at
+        ]
+        t_real = np.where(first < p, t_real, -np.inf)
+        upmax = np.maximum.accumulate(np.where(member[r], up, -np.inf), axis=2)[:, :, _key_last(key)]
+        with np.errstate(invalid="ignore"):  # no user yet: -inf - -inf, rank 0 anyway
+            ok = cs[r] <= users.budget(t_real[:, :, None], upmax, key[None, None, :])
+        lb[r] = _levels(ok, rank[r], ms[r], qs).max(axis=1)
+    return ub, lb
+
+
+def _key_last(key: IntArray) -> IntArray:
+    """Per position of a key-sorted array: the last position with the same key."""
+    kvals, kstart = np.unique(key, return_index=True)
+    return np.append(kstart[1:], key.size)[np.searchsorted(kvals, key)] - 1
+
+
+def _levels(ok: BoolArray, rank: Any, mem_sums: FloatArray, qs: FloatArray) -> IntArray:
+    """Per ``[node, group]`` and memory budget: the largest rank of an ``ok`` cell whose memory fits.
+
+    ``mem_sums`` is non-decreasing along a row, so the cells within a budget are a prefix,
+    and the answer is the running maximum of ``ok`` ranks at the prefix's end.
+    """
+    pm = np.maximum.accumulate(rank * ok, axis=2)
+    over = mem_sums[:, :, :, None] > qs  # (node, group, user, q)
+    end = np.where(over[:, :, -1, :], np.argmax(over, axis=2), ok.shape[2])  # cells within each q
+    val = np.take_along_axis(pm, np.maximum(end - 1, 0), axis=2)
+    return np.where(end > 0, val, 0).astype(np.int64)
+
+
+LeafSearch = Callable[[int, int, IntArray, FloatArray], Hit | None]  # (block, floor, group ub, edges)
+
+
+class TreeSearch:
+    """Best-first search over the tree of nodes for the literal answer: the first block reaching the best.
+
+    A node is bounded with few groups of ``t`` first (cheap, loose), and again with more
+    groups, one resolution at a time, before it is split or, a single block, searched. Bounds are
+    computed in batches, for every memory budget ``qs`` at once, and kept: the searches
+    for several budgets (Algorithm 1's ``lambda``) share them.
+    """
+
+    BATCH = 16  # nodes taken from the heap at a time (bounded together)
+
+    def __init__(
+        self,
+        fam: Family,
+        users: Users,
+        tp: FloatArray,
+        qs: FloatArray,
+        strict: Callable[[FloatArray], BoolArray],
+        cuts: IntArray,
+        resolutions: Sequence[int] = (1, 4, 32),
+    ) -> None:
+        """``cuts``: the nodes the search starts from, ``[cuts[j], cuts[j + 1])``; ``resolutions``:
+        the numbers of groups of ``t`` (over the values ``tp``), coarse to fine."""
+        self.fam, self.users, self.qs, self.strict = fam, users, qs, strict
+        self.edges = [group_edges(tp, c) for c in resolutions]
+        cuts = np.unique(np.concatenate(([0], cuts, [fam.size])))
+        self.start = (cuts[:-1], cuts[1:])
+        self.known: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
+        self.nodes = 0  # node bounds computed
+
+    def bounds(self, s: IntArray, e: IntArray, res: int) -> tuple[list[IntArray], IntArray]:
+        """``([ub[group, q] per node], lb[node, q])`` of nodes ``[s, e)`` at resolution ``res``."""
+        keys = [(a, b, res) for a, b in zip(s.tolist(), e.tolist(), strict=True)]
+        todo = [j for j, key in enumerate(keys) if key not in self.known]
+        if todo:
+            ts, te = s[todo], e[todo]
+            rel = self.fam.relax(ts, te)
+            leaf = te - ts == 1
+            real = leaf.copy()
+            if leaf.any():
+                real[leaf] = self.strict(rel.cost[leaf])
+            ub, lb = group_bounds(self.users, self.edges[res], rel, self.qs, real)
+            self.nodes += len(todo)
+            for j, jj in enumerate(todo):
+                self.known[keys[jj]] = (ub[j], lb[j])
+        got = [self.known[key] for key in keys]
+        return [g[0] for g in got], np.array([g[1] for g in got]).reshape(len(keys), self.qs.size)
+
+    def run(
+        self, i: int, floor: int, search: LeafSearch, seeds: Sequence[tuple[int, int]] = ()
+    ) -> tuple[int, Hit] | None:
+        """The first block (in order) whose best ``d*`` at ``qs[i]`` is the best of all, and its hit.
+
+        None if no ``d*`` is above ``floor``. ``search(block, f, group_ub, edges)`` must return
+        that block's first tuple beating ``f`` (None if none); ``seeds`` are pairs
+        ``(d, block)``: an actual tuple of ``block`` has ``d* = d``.
+
+        The incumbent is a value and the first block known to reach it, ``at``: a node after
+        ``at`` matters only if it can beat the value, a node up to ``at`` if it can reach it
+        (the literal answer is the first tuple reaching the best). A block known to reach
+        the value only by a lower bound is searched like any other.
+        """
+        value, at = floor + 1, self.fam.size  # "reach floor + 1", no block known
+        best: Hit | None = None
+        heap: list[tuple[int, int, int, int]] = []
+        top = len(self.edges) - 1
+
+        def known(d: int, block: int) -> None:
+            nonlocal value, at, best
+            if d > value or (d == value and block < at):
+                value, at, best = d, block, None
+
+        def push(s: IntArray, e: IntArray, res: int) -> None:
+            ubs, lb = self.bounds(s, e, res)
+            for j in np.flatnonzero(lb[:, i] > 0).tolist():
+                known(int(lb[j, i]), int(s[j]))
+            top = np.stack(ubs)[:, :, i].max(axis=1)
+            for j in np.flatnonzero(top >= value).tolist():
+                heapq.heappush(heap, (-int(top[j]), int(s[j]), int(e[j]), res))
+
+        for d, block in seeds:
+            known(d, block)
+        push(*self.start, 0)
+        while heap and -heap[0][0] >= value:
+            batch: list[tuple[int, int, int]] = []
+            while heap and len(batch) < self.BATCH and -heap[0][0] >= value:
+                u, a, b, res = heapq.heappop(heap)
+                if -u >= (value + 1 if a > at else value):
+                    batch.append((a, b, res))
+            for a, _, _ in sorted(x for x in batch if x[1] - x[0] == 1 and x[2] == top):
+                f = value if a > at else value - 1
+                group_ub = self.bounds(np.array([a]), np.array([a + 1]), top)[0][0][:, i]
+                if group_ub.max() > f:
+                    hit = search(a, f, group_ub, self.edges[top])
+                    if hit is not None:
+                        value, at, best = hit.served, a, hit
+            for res in range(top):  # bound again, finer
+                finer = [x for x in batch if x[2] == res]
+                if finer:
+                    push(np.array([x[0] for x in finer]), np.array([x[1] for x in finer]), res + 1)
+            inner = [x for x in batch if x[1] - x[0] > 1 and x[2] == top]
+            if inner:
+                s, e = np.array([x[0] for x in inner]), np.array([x[1] for x in inner])
+                m = self.fam.split(s, e)
+                push(np.concatenate((s, m)), np.concatenate((m, e)), 0)
+        return (at, best) if best is not None else None
+
+
+def rows_in_groups(tp_rows: FloatArray, edges: FloatArray, groups: BoolArray) -> IntArray:
+    """Rows (distinct ``Tp`` of a pool, ascending) whose ``t`` range meets a chosen group.
+
+    Row ``g`` holds ``t`` in ``(tp_rows[g-1], tp_rows[g]]``, group ``a`` holds ``(E_a, E_{a+1}]``.
+    """
+    prev = np.concatenate(([-np.inf], tp_rows[:-1]))
+    lo, hi = edges[:-1][groups], edges[1:][groups]
+    meet = (prev[:, None] < hi[None, :]) & (tp_rows[:, None] > lo[None, :])
+    return np.flatnonzero(meet.any(axis=1))
