@@ -185,7 +185,7 @@ def test_algorithms_1_and_2_match_literal(inst: Instance, z: float, data: st.Dat
     want, _ = algorithm2(inst, z, lam, excluded)
     rest = np.setdiff1d(np.arange(inst.num_users), np.array(sorted(excluded), dtype=np.int64))
     floor = data.draw(st.integers(0, 3))
-    hit = alg2.SdSearch(inst, z, memory_split(inst, z, lam)[1], rest, Counters()).run(floor)
+    hit = alg2.SdSearch(alg2.SdContext(inst, z), memory_split(inst, z, lam)[1], rest, Counters()).run(floor)
     if len(want) > floor:
         assert hit is not None
         assert hit.users == want
@@ -228,7 +228,7 @@ def _literal_ad_dstar(inst: Instance, z: float, q1: float, tup: alg1.AdTuple) ->
 
 
 def _ad_block(inst: Instance, z: float, L1: int) -> blocks.Block:
-    return alg1.AdFamily(inst, z).block(int(np.searchsorted(np.unique(inst.input_tokens), L1)))
+    return alg1.AdFamily(inst, [z]).block(int(np.searchsorted(np.unique(inst.input_tokens), L1)), z)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -21,7 +21,7 @@ from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
 from balance_opt.solvers.heuristic import alg1, alg2
 from balance_opt.solvers.heuristic.blocks import Hit, search_block_literal, strict_rows, tuple_range
-from balance_opt.solvers.heuristic.bounds import TreeSearch, Users, group_bounds, group_edges
+from balance_opt.solvers.heuristic.bounds import Budgets, TreeSearch, Users, group_bounds, group_edges
 from balance_opt.solvers.heuristic.literal import leading_count, tuple_values
 from balance_opt.solvers.heuristic.primitives import ad_time_budget, memory_split, sd_time_budget
 from tests.strategies import small_instances
@@ -45,25 +45,36 @@ def _dstars(
     return tuple(leading_count(cand, costs, mems, budget, q) for q in qs)
 
 
-def ad_tuples(inst: Instance, z: float, qs: list[float]) -> Iterator[Tuple]:
-    """Every tuple of Algorithm 1 at ``z``, block by block (``L1`` ascending), in lexicographic order."""
+def ad_tuples(inst: Instance, pairs: list[tuple[float, float]]) -> Iterator[Tuple]:
+    """Every tuple of Algorithm 1, block by block (``L1`` ascending), in lexicographic order;
+    ``d*`` at each ``(z, Q1)`` of ``pairs``."""
     li, lo = inst.input_tokens.tolist(), inst.output_tokens.tolist()
     tp, up = inst.budget_s.tolist(), inst.upload_s.tolist()
     for b, L1 in enumerate(np.unique(inst.input_tokens).tolist()):
-        costs = ad_user_costs(inst, L1, inst.output_tokens, z).tolist()
         mems = ad_user_memory(inst, L1, inst.output_tokens).tolist()
-        order = sorted(range(inst.num_users), key=lambda k: (costs[k], k))
+        costs = {z: ad_user_costs(inst, L1, inst.output_tokens, z).tolist() for z, _ in pairs}
+        order = {z: sorted(range(inst.num_users), key=lambda k, z=z: (costs[z][k], k)) for z in costs}
         for v in tuple_values(lo):
             for t in tuple_values(tp):
                 for tau in tuple_values(up):
-                    cand = [k for k in order if li[k] <= L1 and lo[k] <= v and t <= tp[k] and up[k] <= tau]
                     budget = ad_time_budget(inst, t, tau, v)
-                    yield Tuple(b, (v, t, tau), tuple(cand), _dstars(cand, costs, mems, budget, qs))
+                    cand = {
+                        z: [k for k in order[z] if li[k] <= L1 and lo[k] <= v and t <= tp[k] and up[k] <= tau]
+                        for z in costs
+                    }
+                    dstar = tuple(leading_count(cand[z], costs[z], mems, budget, q) for z, q in pairs)
+                    yield Tuple(b, (v, t, tau), tuple(cand[pairs[0][0]]), dstar)
+
+
+def _sd_family(inst: Instance, z: float, rest: list[int]) -> alg2.SdFamily:
+    mask = np.zeros(inst.num_users, dtype=bool)
+    mask[rest] = True
+    return alg2.SdFamily(alg2.SdContext(inst, z), mask)
 
 
 def sd_tuples(inst: Instance, z: float, rest: list[int], q2: float) -> Iterator[Tuple]:
     """Every tuple of Algorithm 2 over ``rest``, block by block (``(L3, L4)``, tight ``L4``), in order."""
-    fam = alg2.SdFamily(inst, z, np.array(rest, dtype=np.int64))
+    fam = _sd_family(inst, z, rest)
     li, la, n = inst.input_tokens.tolist(), inst.accepted_drafts.tolist(), inst.sd_iterations.tolist()
     tp, up = inst.budget_s.tolist(), inst.upload_s.tolist()
     b = 0
@@ -86,49 +97,55 @@ def sd_tuples(inst: Instance, z: float, rest: list[int], q2: float) -> Iterator[
 
 
 def check_bounds(
-    fam: alg1.AdFamily | alg2.SdFamily, tuples: list[Tuple], qs: np.ndarray, new: object
+    fam: alg1.AdFamily | alg2.SdFamily,
+    users: Users,
+    strict: bool,
+    tuples: list[Tuple],
+    budgets: Budgets,
+    new: object,
 ) -> None:
     """Every node ``[s, e)`` of ``fam`` at 1, 2 and all groups: upper bounds hold, lower bounds are actual."""
-    users = Users(fam.key, fam.tp, fam.up, fam.budget)
     s, e = np.array([(a, b) for a in range(fam.size) for b in range(a + 1, fam.size + 1)]).T.reshape(2, -1)
     rel = fam.relax(s, e)
-    real = (e - s == 1) & strict_rows(rel.cost, fam.key)
+    real = (e - s == 1) & strict_rows(rel.cost, users.key)
     for groups in (1, 2, 1000):
-        edges = group_edges(fam.tp, groups)
-        ub, lb = group_bounds(users, edges, rel, qs, real)
+        edges = group_edges(users.tp, groups)
+        ub, lb = group_bounds(users, edges, rel, budgets, real)
         for j in range(s.size):
             inside = [x for x in tuples if s[j] <= x.block < e[j]]
             for x in inside:
-                if fam.strict and not new(int(s[j]), int(e[j]), x.cand):  # type: ignore[operator]
+                if strict and not new(int(s[j]), int(e[j]), x.cand):  # type: ignore[operator]
                     continue  # dominated: an earlier tuple has the candidates and no larger contributions
                 a = int(np.searchsorted(edges, x.vtt[1], side="left")) - 1
                 if 0 <= a < edges.size - 1:
                     assert (ub[j, a] >= np.array(x.dstar)).all(), (j, x)
                 else:
                     assert max(x.dstar) == 0
-            best = np.max([x.dstar for x in inside], axis=0) if inside else np.zeros(qs.size)
+            best = np.max([x.dstar for x in inside], axis=0) if inside else np.zeros(budgets.qs.size)
             assert (lb[j] <= best).all()
 
 
 @SOME
-@given(small_instances(max_users=5), st.sampled_from([0.2, 0.6, 1.0]))
-def test_ad_bounds_hold_for_every_tuple_that_matters(inst: Instance, z: float) -> None:
-    fam = alg1.AdFamily(inst, z)
-    qs = np.array([memory_split(inst, z, lam)[0] for lam in (0.3, 1.0)])
-    tuples = list(ad_tuples(inst, z, qs.tolist()))
+@given(small_instances(max_users=5), st.sets(st.sampled_from([0.2, 0.6, 1.0]), min_size=1))
+def test_ad_bounds_hold_for_every_tuple_that_matters(inst: Instance, zs: set[float]) -> None:
+    """All pairs at once: contributions at z = 1, scaled by each z."""
+    fam = alg1.AdFamily(inst, sorted(zs))
+    pairs = [(z, memory_split(inst, z, lam)[0]) for z in sorted(zs) for lam in (0.3, 1.0)]
+    budgets = Budgets(np.array([q for _, q in pairs]), np.array([z for z, _ in pairs]))
+    tuples = list(ad_tuples(inst, pairs))
     li = inst.input_tokens
 
     def new(s: int, e: int, cand: tuple[int, ...]) -> bool:  # a user with LI in the node's L1 range
         return any(fam.L1s[s] <= li[k] <= fam.L1s[e - 1] for k in cand)
 
-    check_bounds(fam, tuples, qs, new)
+    check_bounds(fam, Users(fam.key, fam.tp, fam.up, fam.budget), fam.strict, tuples, budgets, new)
 
 
 @SOME
 @given(small_instances(max_users=4), st.sampled_from([0.0, 0.4, 0.8]), st.data())
 def test_sd_bounds_hold_for_every_tuple_that_matters(inst: Instance, z: float, data: st.DataObject) -> None:
     rest = sorted(data.draw(st.sets(st.integers(0, inst.num_users - 1), min_size=1)))
-    fam = alg2.SdFamily(inst, z, np.array(rest, dtype=np.int64))
+    fam = _sd_family(inst, z, rest)
     q2 = memory_split(inst, z, data.draw(st.sampled_from([0.0, 0.5])))[1]
     tuples = list(sd_tuples(inst, z, rest, q2))
     li, la = inst.input_tokens, inst.accepted_drafts
@@ -141,7 +158,7 @@ def test_sd_bounds_hold_for_every_tuple_that_matters(inst: Instance, z: float, d
         lo4 = blocks[s][1]  # one row: a user with LI = L3, and one with LA in the node's L4 range
         return any(li[k] == lo3 for k in cand) and any(lo4 <= la[k] <= hi4 for k in cand)
 
-    check_bounds(fam, tuples, np.array([q2]), new)
+    check_bounds(fam, fam.ctx.users, fam.ctx.strict, tuples, Budgets.of(np.array([q2])), new)
 
 
 def _literal_answer(tuples: list[Tuple], i: int, floor: int) -> tuple[int, tuple[int, ...]] | None:
@@ -159,19 +176,21 @@ def test_tree_search_finds_the_first_tuple_reaching_the_best(
     inst: Instance, z: float, floor: int, data: st.DataObject
 ) -> None:
     """Algorithm 1's tree search, from any floor and any true seeds, at one and three resolutions."""
-    fam = alg1.AdFamily(inst, z)
+    fam = alg1.AdFamily(inst, [z])
     qs = np.array([memory_split(inst, z, lam)[0] for lam in (0.3, 0.7, 1.0)])
-    tuples = list(ad_tuples(inst, z, qs.tolist()))
+    tuples = list(ad_tuples(inst, [(z, q) for q in qs.tolist()]))
     users = Users(fam.key, fam.tp, fam.up, fam.budget)
     v_vals, tau_vals = tuple_range(inst.output_tokens), tuple_range(inst.upload_s)
     resolutions = data.draw(st.sampled_from([(1,), (1, 4, 32), (2, 1000)]))
     cuts = np.array(data.draw(st.lists(st.integers(0, fam.size), max_size=3)), dtype=np.int64)
-    tree = TreeSearch(fam, users, inst.budget_s, qs, lambda c: strict_rows(c, fam.key), cuts, resolutions)
+    edges = [group_edges(fam.tp, c) for c in resolutions]
+    budgets = Budgets(qs, np.full(qs.size, z))
+    tree = TreeSearch(fam, users, edges, budgets, lambda c: strict_rows(c, fam.key), cuts)
     for i, q in enumerate(qs.tolist()):
         seeds = [(x.dstar[i], x.block) for x in data.draw(st.lists(st.sampled_from(tuples), max_size=3))]
 
         def search(b: int, f: int, group_ub: np.ndarray, edges: np.ndarray, q: float = q) -> Hit | None:
-            return search_block_literal(fam.block(b), q, f, v_vals, tau_vals)
+            return search_block_literal(fam.block(b, z), q, f, v_vals, tau_vals)
 
         found = tree.run(i, floor, search, [s for s in seeds if s[0] > floor])
         want = _literal_answer(tuples, i, floor)

@@ -1,10 +1,11 @@
-"""Algorithm 1 (AD users) for one ``z`` and every ``lambda``: the literal answers, fast.
+"""Algorithm 1 (AD users) for every ``z`` and ``lambda``: the literal answers, fast.
 
 Blocks are the distinct ``L1`` (ascending); users are in ``(LO, k)`` order, the literal
-``(c_k, k)`` order of every strict block. One tree of
-bounds (:class:`balance_opt.solvers.heuristic.bounds.TreeSearch`) serves every ``lambda``
-(only ``Q1`` changes); per ``lambda`` it is searched best first above a floor that only
-actual tuples have set.
+``(c_k, k)`` order of every strict block. One tree of bounds
+(:class:`balance_opt.solvers.heuristic.bounds.TreeSearch`) serves every pair: the
+contributions (26) at ``z`` are those at ``z = 1`` divided by ``z``, and only ``Q1`` changes
+with ``lambda``. Per pair the tree is searched best first above a floor that only actual
+tuples have set.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from balance_opt.solvers.heuristic.blocks import (
     tuple_range,
 )
 from balance_opt.solvers.heuristic.bounds import (
+    Budgets,
     Relaxed,
     TreeSearch,
     Users,
+    group_edges,
     new_user_limits,
     rows_in_groups,
 )
@@ -61,19 +64,25 @@ class AdTuple:
 
 
 class AdFamily:
-    """Algorithm 1's blocks at one ``z``, one per distinct ``LI`` (``L1``), users in ``(LO, k)`` order."""
+    """Algorithm 1's blocks, one per distinct ``LI`` (``L1``), users in ``(LO, k)`` order.
 
-    def __init__(self, inst: Instance, z: float) -> None:
-        self.inst, self.z = inst, z
+    The relaxed contributions are those at ``z = 1`` (bounds divide them by ``z``); the
+    blocks searched carry their own at their ``z``.
+    """
+
+    def __init__(self, inst: Instance, zs: Sequence[float]) -> None:
+        self.inst = inst
         self.order = np.lexsort((np.arange(inst.num_users), inst.output_tokens))
         self.li, self.key = inst.input_tokens[self.order], inst.output_tokens[self.order]
         self.tp, self.up = inst.budget_s[self.order], inst.upload_s[self.order]
         self.L1s = np.unique(inst.input_tokens)
         self.size = int(self.L1s.size)
         self.t_vals = tuple_range(inst.budget_s)
-        self.blocks: dict[int, Block] = {}
-        # every block strict: one (c_k, k) order, the key order, for all of them (bounds.Relaxed)
-        self.strict = bool(strict_rows(ad_costs(inst, self.L1s, self.key, z), self.key).all())
+        self.blocks: dict[tuple[int, float], Block] = {}
+        # every block strict at every z: one (c_k, k) order, the key order, for all (bounds.Relaxed)
+        self.strict = all(
+            bool(strict_rows(ad_costs(inst, self.L1s, self.key, z), self.key).all()) for z in zs
+        )
 
     def budget(self, t: Any, tau: Any, v: Any) -> Any:
         return ad_time_budget(self.inst, t, tau, v)  # (28)
@@ -89,25 +98,24 @@ class AdFamily:
         # a tuple of block L1 without a user of LI = L1 is dominated by the block before
         new = pool & (self.li[None, :] >= lo[:, None]) if self.strict else pool
         limits = new_user_limits(new, self.tp, self.up, self.key)
-        return Relaxed(
-            pool, ad_costs(self.inst, lo, self.key, self.z), ad_memory(self.inst, lo, self.key), *limits
-        )
+        cost, mem = ad_costs(self.inst, lo, self.key, 1.0), ad_memory(self.inst, lo, self.key)
+        return Relaxed(pool, cost, mem, *limits)
 
-    def block(self, i: int) -> Block:
-        """Block ``i`` (``L1 = L1s[i]``) with its own contributions (kept for every ``lambda``)."""
-        if i not in self.blocks:
+    def block(self, i: int, z: float) -> Block:
+        """Block ``i`` (``L1 = L1s[i]``) at ``z``, with its own contributions (kept for every ``lambda``)."""
+        if (i, z) not in self.blocks:
             L1 = self.L1s[i : i + 1]
             m = self.li <= L1[0]
-            cost = ad_costs(self.inst, L1, self.key[m], self.z)[0]
+            cost = ad_costs(self.inst, L1, self.key[m], z)[0]
             mem = ad_memory(self.inst, L1, self.key[m])[0]
-            self.blocks[i] = Block(
+            self.blocks[i, z] = Block(
                 self.order[m], self.key[m], self.tp[m], self.up[m], cost, mem, self.t_vals, self.budget
             )
-        return self.blocks[i]
+        return self.blocks[i, z]
 
-    def block_cap(self, i: int) -> float:
+    def block_cap(self, i: int, z: float) -> float:
         """The memory of block ``i``'s whole pool: no candidate set of it needs more (inf if not strict)."""
-        blk = self.block(i)
+        blk = self.block(i, z)
         if not strict_rows(blk.cost[None, :], blk.key)[0]:
             return np.inf
         return float(np.cumsum(blk.mem)[-1])
@@ -115,17 +123,19 @@ class AdFamily:
     def block_of(self, L1: int) -> int:
         return int(np.searchsorted(self.L1s, L1))
 
-    def memory_cap(self) -> float:
-        """The most memory any candidate set needs; inf when some block is not strict.
+    def memory_cap(self, most: int) -> float:
+        """A ``Q1`` above which no tuple's ``d*`` depends on ``Q1``, given that none exceeds ``most``.
 
-        A masked sequential sum is never above the unmasked one, so every ``Q1`` at or
-        above this sees every prefix within memory: the same ``d*`` at every tuple.
+        A ``d*`` is set by its first ``d* + 1 <= most`` candidates (or all of them): none needs
+        more memory than the ``most`` largest of its block's pool, in any order (a relative
+        1e-9 covers the rounding). Inf when some block is not strict.
         """
         if not self.strict:
-            return np.inf  # a block summed in another order might exceed the cap by a rounding
-        pool = self.li[None, :] <= self.L1s[:, None]
-        mem = ad_memory(self.inst, self.L1s, self.key)
-        return float(np.cumsum(np.where(pool, mem, 0.0), axis=1)[:, -1].max(initial=0.0))
+            return np.inf
+        pool = (self.li[None, :] <= self.L1s[:, None])[:, ::-1]
+        mem = np.where(pool, ad_memory(self.inst, self.L1s, self.key)[:, ::-1], 0.0)
+        top = np.cumsum(mem, axis=1)[np.arange(self.size), (np.cumsum(pool, axis=1) <= most).sum(axis=1) - 1]
+        return float(top.max(initial=0.0)) * (1.0 + 1e-9)
 
 
 def ad_tuple_dstar(inst: Instance, z: float, tup: AdTuple, qs: FloatArray) -> IntArray:
@@ -142,58 +152,78 @@ def ad_tuple_dstar(inst: Instance, z: float, tup: AdTuple, qs: FloatArray) -> In
     return np.minimum(fit, (mem[None, :] <= qs[:, None]).sum(axis=1))
 
 
+class AdSearch:
+    """Algorithm 1 at every pair of ``zs`` (each > 0) and ``lams`` (each > 0), one tree of bounds for all."""
+
+    def __init__(self, inst: Instance, zs: Sequence[float], lams: Sequence[float], stats: Counters) -> None:
+        self.inst, self.zs, self.lams, self.stats = inst, list(zs), list(lams), stats
+        self.fam = fam = AdFamily(inst, zs)
+        pairs = [(z, lam) for z in zs for lam in lams]
+        qs = np.array([memory_split(inst, z, lam)[0] for z, lam in pairs], dtype=np.float64)
+        budgets = Budgets(qs, np.array([z for z, _ in pairs], dtype=np.float64))
+        users = Users(fam.key, fam.tp, fam.up, fam.budget)
+        edges = [group_edges(fam.tp, c) for c in RESOLUTIONS]
+        # a range of L1 bounds poorly (the smallest L1's contributions): start from each L1 alone
+        self.tree = TreeSearch(
+            fam, users, edges, budgets, lambda c: strict_rows(c, fam.key), np.arange(fam.size)
+        )
+        self.qs = qs.reshape(len(zs), len(lams))
+        self.v_vals, self.tau_vals = tuple_range(inst.output_tokens), tuple_range(inst.upload_s)
+
+    def answers(self, zi: int, known: Sequence[AdTuple] = ()) -> list[AdTuple | None]:
+        """The answer at ``zs[zi]`` for each ``lambda``: its tuple, None if nobody.
+
+        ``known`` tuples (say the answers at another ``z``) are evaluated here to start each
+        search from an actual ``d*``, as are the answers found at the other ``lambda``.
+        """
+        fam, z, qs = self.fam, self.zs[zi], self.qs[zi]
+        out: dict[int, AdTuple | None] = {}
+        # block -> (floor, result) of a search where Q1 bound nowhere in the block: then the
+        # result is the block's first tuple reaching its best if above the floor, for every such Q1
+        done: dict[int, tuple[int, Hit | None]] = {}
+        # the largest Q1 first: its best d* bounds every d* at every Q1, hence where Q1 stops mattering
+        top = int(np.argmax(qs)) if qs.size else 0
+        cap = np.inf
+        for i in [top, *(j for j in range(qs.size) if j != top)]:
+            q = float(qs[i])
+            if i != top and q >= cap:
+                out[i] = out[top]  # Q1 binds nowhere, here as at the largest Q1
+                self.stats.add("ad_reused")
+                continue
+            tried = [*known, *{t for t in out.values() if t is not None}]
+            seeds = [
+                (int(ad_tuple_dstar(self.inst, z, t, qs[i : i + 1])[0]), fam.block_of(t.L1)) for t in tried
+            ]
+
+            def search(b: int, f: int, group_ub: IntArray, edges: FloatArray, q: float = q) -> Hit | None:
+                unbound = q >= fam.block_cap(b, z)
+                if unbound and b in done:  # the memory binds nowhere in b: its answer is known
+                    f0, res = done[b]
+                    if res is not None or f >= f0:
+                        return res if res is not None and res.served > f else None
+
+                def rows(tp_rows: FloatArray) -> IntArray:
+                    return rows_in_groups(tp_rows, edges, group_ub > f)
+
+                res = search_leaf(fam.block(b, z), q, f, rows, self.v_vals, self.tau_vals, self.stats)
+                if unbound:
+                    done[b] = (f, res)
+                return res
+
+            found = self.tree.run(zi * qs.size + i, 0, search, seeds)
+            if found is None:
+                out[i] = None
+            else:
+                b, hit = found
+                out[i] = AdTuple(int(fam.L1s[b]), *hit.tuple_key, hit.users)
+            if i == top:
+                cap = fam.memory_cap(len(found[1].users) if found else 0)
+        self.stats.n["ad_nodes"] = self.tree.nodes
+        return [out[i] for i in range(qs.size)]
+
+
 def algorithm1_all(
     inst: Instance, z: float, lams: Sequence[float], stats: Counters, known: Sequence[AdTuple] = ()
 ) -> list[AdTuple | None]:
-    """Algorithm 1's answer at ``z`` for each ``lambda`` in ``lams`` (each > 0): its tuple, None if nobody.
-
-    ``known`` tuples (say the answers at another ``z``) are evaluated here to start each
-    search from an actual ``d*``, as is the answer at the previous ``lambda``.
-    """
-    fam = AdFamily(inst, z)
-    qs = np.array([memory_split(inst, z, lam)[0] for lam in lams], dtype=np.float64)
-    users = Users(fam.key, fam.tp, fam.up, fam.budget)
-    # a range of L1 bounds poorly (the smallest L1's contributions): start from each L1 alone
-    tree = TreeSearch(
-        fam, users, inst.budget_s, qs, lambda c: strict_rows(c, fam.key), np.arange(fam.size), RESOLUTIONS
-    )
-    cap = fam.memory_cap() if qs.size else np.inf
-    v_vals, tau_vals = tuple_range(inst.output_tokens), tuple_range(inst.upload_s)
-    seeds = [(ad_tuple_dstar(inst, z, tup, qs), fam.block_of(tup.L1)) for tup in known]
-    out: list[AdTuple | None] = []
-    # block -> (floor, result) of a search where Q1 bound nowhere in the block: then the
-    # result is the block's first tuple reaching its best if above the floor, for every such Q1
-    done: dict[int, tuple[int, Hit | None]] = {}
-    for i, q in enumerate(qs.tolist()):
-        prev = out[-1] if out else None
-        if prev is not None and qs[i - 1] >= cap:
-            out.append(prev)  # Q1 binds nowhere, here as at the previous lambda
-            stats.add("ad_reused")
-            continue
-        start = [(int(d[i]), b) for d, b in seeds]
-        if prev is not None:
-            start.append((int(ad_tuple_dstar(inst, z, prev, qs[i : i + 1])[0]), fam.block_of(prev.L1)))
-
-        def search(b: int, f: int, group_ub: IntArray, edges: FloatArray, q: float = q) -> Hit | None:
-            unbound = q >= fam.block_cap(b)
-            if unbound and b in done:  # the memory binds nowhere in b: its answer is known
-                f0, res = done[b]
-                if res is not None or f >= f0:
-                    return res if res is not None and res.served > f else None
-
-            def rows(tp_rows: FloatArray) -> IntArray:
-                return rows_in_groups(tp_rows, edges, group_ub > f)
-
-            res = search_leaf(fam.block(b), q, f, rows, v_vals, tau_vals, stats)
-            if unbound:
-                done[b] = (f, res)
-            return res
-
-        found = tree.run(i, 0, search, start)
-        if found is None:
-            out.append(None)
-            continue
-        b, hit = found
-        out.append(AdTuple(int(fam.L1s[b]), *hit.tuple_key, users=hit.users))
-    stats.add("ad_nodes", tree.nodes)
-    return out
+    """Algorithm 1's answer at ``z`` (> 0) for each ``lambda`` in ``lams`` (each > 0), None if nobody."""
+    return AdSearch(inst, [z], lams, stats).answers(0, known)

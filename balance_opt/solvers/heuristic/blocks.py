@@ -215,7 +215,7 @@ class Counters:
 
 def strict_rows(cost: FloatArray, key: IntArray) -> BoolArray:
     """Per row of ``cost`` (users in key order): strictly increasing from one distinct key to the next."""
-    _, kstart = np.unique(key, return_index=True)
+    kstart = np.flatnonzero(np.diff(key, prepend=key[:1] - 1))  # where a new key starts (sorted keys)
     c = cost[:, kstart]
     return np.asarray(np.all(c[:, 1:] > c[:, :-1], axis=1))
 

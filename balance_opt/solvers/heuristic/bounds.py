@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -115,10 +116,42 @@ def group_edges(tp: FloatArray, groups: int) -> FloatArray:
     return np.concatenate(([-np.inf], np.unique(inner), [vals[-1]]))
 
 
+@dataclass(frozen=True)
+class Budgets:
+    """The budgets a bound is asked for: memory ``qs[i]`` with contributions divided by ``scales[i]``.
+
+    A scale lets one set of contributions serve several compute fractions: Algorithm 1's
+    contributions (26) at ``z`` are those at ``z = 1`` divided by ``z`` (up to rounding,
+    which the slack covers). Lower bounds are computed only when every scale is 1.
+    """
+
+    qs: FloatArray
+    scales: FloatArray
+
+    @classmethod
+    def of(cls, qs: FloatArray) -> Budgets:
+        return cls(qs, np.ones_like(qs))
+
+    @property
+    def exact(self) -> bool:
+        return bool(np.all(self.scales == 1.0))
+
+    @cached_property
+    def distinct_qs(self) -> tuple[FloatArray, IntArray]:
+        """The distinct memory budgets, and which one each budget is."""
+        values, which = np.unique(self.qs, return_inverse=True)
+        return values, which.ravel()
+
+    @cached_property
+    def by_scale(self) -> list[tuple[float, IntArray]]:
+        """Each distinct scale and the budgets at it."""
+        return [(s, np.flatnonzero(self.scales == s)) for s in np.unique(self.scales).tolist()]
+
+
 def group_bounds(
-    users: Users, edges: FloatArray, rel: Relaxed, qs: FloatArray, real: BoolArray
+    users: Users, edges: FloatArray, rel: Relaxed, budgets: Budgets, real: BoolArray
 ) -> tuple[IntArray, IntArray]:
-    """``(ub, lb)``: ``ub[node, group, q]`` bounds ``d*`` from above, ``lb[node, q]`` is an actual ``d*``.
+    """``(ub, lb)``: ``ub[node, group, i]`` bounds ``d*`` from above, ``lb[node, i]`` is an actual ``d*``.
 
     ``ub`` covers every tuple of the node that is not dominated (:class:`Relaxed`). ``lb`` is
     computed for the nodes marked ``real`` (single blocks whose contributions strictly
@@ -126,20 +159,20 @@ def group_bounds(
     ``CHUNK_CELLS`` cells, each over the users in some pool of the chunk only.
     """
     n, p = rel.pool.shape
-    ng = edges.size - 1
-    ub = np.zeros((n, ng, qs.size), dtype=np.int64)
-    lb = np.zeros((n, qs.size), dtype=np.int64)
+    ng, nq = edges.size - 1, budgets.qs.size
+    ub = np.zeros((n, ng, nq), dtype=np.int64)
+    lb = np.zeros((n, nq), dtype=np.int64)
     step = max(1, CHUNK_CELLS // (ng * max(p, 1)))
     for a in range(0, n, step):
         b = slice(a, min(n, a + step))
         cols = np.flatnonzero(rel.pool[b].any(axis=0))
         if cols.size:
-            ub[b], lb[b] = _chunk_bounds(users, cols, edges, rel, b, qs, real[b])
+            ub[b], lb[b] = _chunk_bounds(users, cols, edges, rel, b, budgets, real[b])
     return ub, lb
 
 
 def _chunk_bounds(
-    users: Users, cols: IntArray, edges: FloatArray, rel: Relaxed, b: slice, qs: FloatArray, real: BoolArray
+    users: Users, cols: IntArray, edges: FloatArray, rel: Relaxed, b: slice, budgets: Budgets, real: BoolArray
 ) -> tuple[IntArray, IntArray]:
     """:func:`group_bounds` for the nodes ``b``, over the users ``cols`` (all their pools).
 
@@ -167,10 +200,15 @@ def _chunk_bounds(
     h_max = abs(float(users.budget(0.0, 0.0, float(key.max()))))
     t_top = np.where(valid, t_top + SLACK * (np.abs(t_top) + upmin + h_max), -np.inf)
     v = np.maximum(key[None, :], rel.v_low[b, None])[:, None, :]
-    ok = cs <= users.budget(t_top[:, :, None], upmin[:, :, None], v)
-    ub = _levels(ok, rank, ms, qs + SLACK * np.abs(qs))
-    lb = np.zeros((ub.shape[0], qs.size), dtype=np.int64)
-    r = np.flatnonzero(real)
+    budget = users.budget(t_top[:, :, None], upmin[:, :, None], v)
+    qs, which = budgets.distinct_qs
+    ends = _ends(ms, qs + SLACK * np.abs(qs))[:, :, which]
+    ub: IntArray = np.empty(ends.shape, dtype=np.int64)
+    for scale, at_scale in budgets.by_scale:
+        ok = cs <= (budget if scale == 1.0 else budget * scale)  # cost / scale <= budget
+        ub[:, :, at_scale] = _levels(ok, rank, ends[:, :, at_scale])
+    lb = np.zeros((pool.shape[0], which.size), dtype=np.int64)
+    r = np.flatnonzero(real) if budgets.exact else np.zeros(0, dtype=np.int64)
     if r.size:
         # the smallest Tp of a group's users: an actual t with exactly those users
         t_real = np.minimum.accumulate(np.where(pool[r], tp, np.inf)[:, by_tp][:, ::-1], axis=1)[:, ::-1][
@@ -180,27 +218,36 @@ def _chunk_bounds(
         upmax = np.maximum.accumulate(np.where(member[r], up, -np.inf), axis=2)[:, :, _key_last(key)]
         with np.errstate(invalid="ignore"):  # no user yet: -inf - -inf, rank 0 anyway
             ok = cs[r] <= users.budget(t_real[:, :, None], upmax, key[None, None, :])
-        lb[r] = _levels(ok, rank[r], ms[r], qs).max(axis=1)
+        lb[r] = _levels(ok, rank[r], _ends(ms[r], qs)[:, :, which]).max(axis=1)
     return ub, lb
 
 
 def _key_last(key: IntArray) -> IntArray:
     """Per position of a key-sorted array: the last position with the same key."""
-    kvals, kstart = np.unique(key, return_index=True)
-    return np.append(kstart[1:], key.size)[np.searchsorted(kvals, key)] - 1
+    kstart = np.flatnonzero(np.diff(key, prepend=key[:1] - 1))
+    return np.append(kstart[1:], key.size)[np.cumsum(np.diff(key, prepend=key[:1]) != 0)] - 1
 
 
-def _levels(ok: BoolArray, rank: Any, mem_sums: FloatArray, qs: FloatArray) -> IntArray:
-    """Per ``[node, group]`` and memory budget: the largest rank of an ``ok`` cell whose memory fits.
+def _ends(mem_sums: FloatArray, qs: FloatArray) -> IntArray:
+    """``[node, group, q]``: how many leading cells of a row are within the memory budget ``q``.
 
-    ``mem_sums`` is non-decreasing along a row, so the cells within a budget are a prefix,
-    and the answer is the running maximum of ``ok`` ranks at the prefix's end.
+    ``mem_sums`` is non-decreasing along a row, so the cells within a budget are a prefix.
+    """
+    ends = np.empty((*mem_sums.shape[:2], qs.size), dtype=np.int64)
+    for i, q in enumerate(qs.tolist()):
+        over = mem_sums > q
+        ends[:, :, i] = np.where(over[:, :, -1], np.argmax(over, axis=2), mem_sums.shape[2])
+    return ends
+
+
+def _levels(ok: BoolArray, rank: Any, ends: IntArray) -> IntArray:
+    """Per ``[node, group, q]``: the largest rank of an ``ok`` cell among the first ``ends`` cells.
+
+    That is the running maximum of ``ok`` ranks at the prefix's end.
     """
     pm = np.maximum.accumulate(rank * ok, axis=2)
-    over = mem_sums[:, :, :, None] > qs  # (node, group, user, q)
-    end = np.where(over[:, :, -1, :], np.argmax(over, axis=2), ok.shape[2])  # cells within each q
-    val = np.take_along_axis(pm, np.maximum(end - 1, 0), axis=2)
-    return np.where(end > 0, val, 0).astype(np.int64)
+    val = np.take_along_axis(pm, np.maximum(ends - 1, 0), axis=2)
+    return np.where(ends > 0, val, 0).astype(np.int64)
 
 
 LeafSearch = Callable[[int, int, IntArray, FloatArray], Hit | None]  # (block, floor, group ub, edges)
@@ -221,16 +268,15 @@ class TreeSearch:
         self,
         fam: Family,
         users: Users,
-        tp: FloatArray,
-        qs: FloatArray,
+        edges: Sequence[FloatArray],
+        budgets: Budgets,
         strict: Callable[[FloatArray], BoolArray],
         cuts: IntArray,
-        resolutions: Sequence[int] = (1, 4, 32),
     ) -> None:
-        """``cuts``: the nodes the search starts from, ``[cuts[j], cuts[j + 1])``; ``resolutions``:
-        the numbers of groups of ``t`` (over the values ``tp``), coarse to fine."""
-        self.fam, self.users, self.qs, self.strict = fam, users, qs, strict
-        self.edges = [group_edges(tp, c) for c in resolutions]
+        """``edges``: the groups of ``t`` (:func:`group_edges`) per resolution, coarse to fine;
+        ``cuts``: the nodes the search starts from, ``[cuts[j], cuts[j + 1])``."""
+        self.fam, self.users, self.budgets, self.strict = fam, users, budgets, strict
+        self.edges = list(edges)
         cuts = np.unique(np.concatenate(([0], cuts, [fam.size])))
         self.start = (cuts[:-1], cuts[1:])
         self.known: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
@@ -247,17 +293,22 @@ class TreeSearch:
             real = leaf.copy()
             if leaf.any():
                 real[leaf] = self.strict(rel.cost[leaf])
-            ub, lb = group_bounds(self.users, self.edges[res], rel, self.qs, real)
+            ub, lb = group_bounds(self.users, self.edges[res], rel, self.budgets, real)
             self.nodes += len(todo)
             for j, jj in enumerate(todo):
                 self.known[keys[jj]] = (ub[j], lb[j])
         got = [self.known[key] for key in keys]
-        return [g[0] for g in got], np.array([g[1] for g in got]).reshape(len(keys), self.qs.size)
+        return [g[0] for g in got], np.array([g[1] for g in got]).reshape(len(keys), self.budgets.qs.size)
+
+    def top(self, res: int = 0) -> IntArray:
+        """Per budget: the largest bound of the starting nodes at resolution ``res`` (no ``d*`` is above)."""
+        ubs, _ = self.bounds(*self.start, res)
+        return np.stack(ubs).max(axis=(0, 1)) if ubs else np.zeros(self.budgets.qs.size, dtype=np.int64)
 
     def run(
         self, i: int, floor: int, search: LeafSearch, seeds: Sequence[tuple[int, int]] = ()
     ) -> tuple[int, Hit] | None:
-        """The first block (in order) whose best ``d*`` at ``qs[i]`` is the best of all, and its hit.
+        """The first block (in order) whose best ``d*`` at budget ``i`` is the best of all, and its hit.
 
         None if no ``d*`` is above ``floor``. ``search(block, f, group_ub, edges)`` must return
         that block's first tuple beating ``f`` (None if none); ``seeds`` are pairs
@@ -280,8 +331,9 @@ class TreeSearch:
 
         def push(s: IntArray, e: IntArray, res: int) -> None:
             ubs, lb = self.bounds(s, e, res)
-            for j in np.flatnonzero(lb[:, i] > 0).tolist():
-                known(int(lb[j, i]), int(s[j]))
+            low = int(lb[:, i].max(initial=0))
+            if low > 0:
+                known(low, int(s[lb[:, i] == low].min()))
             top = np.stack(ubs)[:, :, i].max(axis=1)
             for j in np.flatnonzero(top >= value).tolist():
                 heapq.heappush(heap, (-int(top[j]), int(s[j]), int(e[j]), res))
