@@ -21,9 +21,10 @@ from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
 from balance_opt.solvers.heuristic import alg1, alg2
 from balance_opt.solvers.heuristic.blocks import Hit, search_block_literal, strict_rows, tuple_range
-from balance_opt.solvers.heuristic.bounds import Budgets, TreeSearch, Users, group_bounds, group_edges
+from balance_opt.solvers.heuristic.bounds import Budgets, Users, group_bounds, group_edges
 from balance_opt.solvers.heuristic.literal import leading_count, tuple_values
 from balance_opt.solvers.heuristic.primitives import ad_time_budget, memory_split, sd_time_budget
+from balance_opt.solvers.heuristic.tree import TreeSearch
 from tests.strategies import small_instances
 
 SOME = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

@@ -2,7 +2,7 @@
 
 Blocks are the distinct ``L1`` (ascending); users are in ``(LO, k)`` order, the literal
 ``(c_k, k)`` order of every strict block. One tree of bounds
-(:class:`balance_opt.solvers.heuristic.bounds.TreeSearch`) serves every pair: the
+(:class:`balance_opt.solvers.heuristic.tree.TreeSearch`) serves every pair: the
 contributions (26) at ``z`` are those at ``z = 1`` divided by ``z``, and only ``Q1`` changes
 with ``lambda``. Per pair the tree is searched best first above a floor that only actual
 tuples have set.
@@ -31,13 +31,13 @@ from balance_opt.solvers.heuristic.blocks import (
 from balance_opt.solvers.heuristic.bounds import (
     Budgets,
     Relaxed,
-    TreeSearch,
     Users,
     group_edges,
     new_user_limits,
     rows_in_groups,
 )
 from balance_opt.solvers.heuristic.primitives import ad_time_budget, memory_split
+from balance_opt.solvers.heuristic.tree import TreeSearch
 
 RESOLUTIONS = (1, 4, 32)  # groups of t per bound, coarse to fine: more is tighter and costs more
 

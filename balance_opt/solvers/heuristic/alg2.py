@@ -30,15 +30,16 @@ from balance_opt.solvers.heuristic.blocks import (
 from balance_opt.solvers.heuristic.bounds import (
     Budgets,
     Relaxed,
-    TreeSearch,
     Users,
     group_edges,
     new_user_limits,
     rows_in_groups,
 )
 from balance_opt.solvers.heuristic.primitives import sd_time_budget
+from balance_opt.solvers.heuristic.tree import TreeSearch, Walk
 
 RESOLUTIONS = (1, 4, 32)  # groups of t per bound, coarse to fine
+START_NODES = 40  # about as many starting nodes: runs of whole L3 rows (fewer rows, one each)
 
 
 def sd_costs(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: float) -> FloatArray:
@@ -205,6 +206,16 @@ class SdFamily:
         return Block(ctx.order[m], key, ctx.tp[m], ctx.up[m], cost, mem, t_vals, ctx.budget)
 
 
+def _row_runs(rows: IntArray, most: int) -> tuple[IntArray, IntArray]:
+    """``rows`` (ascending) cut into runs of consecutive rows, ``most`` at most: first and last of each."""
+    if rows.size == 0:
+        return rows, rows
+    new_run = np.diff(rows, prepend=rows[0] - 2) != 1
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(rows.size), 0))
+    cut = np.flatnonzero(new_run | ((np.arange(rows.size) - run_start) % most == 0))
+    return rows[cut], np.append(rows[cut[1:] - 1], rows[-1])
+
+
 class SdSearch:
     """Algorithm 2 for one ``(z, lambda)`` (memory ``q2``) over the users ``rest``."""
 
@@ -229,12 +240,24 @@ class SdSearch:
         """Per memory: a bound on Algorithm 2's best ``d*`` (the starting nodes' at resolution ``res``)."""
         return self.tree.top(res) if self.fam.size else np.zeros(self.qs.size, dtype=np.int64)
 
-    def run(self, floor: int) -> Hit | None:
-        """The literal Algorithm 2 answer if its best ``d*`` exceeds ``floor``, else None."""
+    def row_bounds(self, res: int = 0) -> IntArray:
+        """``[row, memory]``: a bound on each ``L3`` row's best ``d*`` (at resolution ``res``)."""
+        ubs, _ = self.tree.bounds(*self.tree.start, res)
+        return np.stack(ubs).max(axis=1) if ubs else np.zeros((0, self.qs.size), dtype=np.int64)
+
+    def walk(self, floor: int, L3s: FloatArray | None = None, row_ub: IntArray | None = None) -> Walk:
+        """Algorithm 2's search above ``floor``, to be taken a step at a time (:class:`Walk`).
+
+        ``row_ub[j]``, when given, bounds the best ``d*`` of the row ``L3 = L3s[j]`` over a
+        superset of the users (say all of them): the rows it holds at or below ``floor``
+        cannot beat it and are left out.
+        """
         fam, ctx = self.fam, self.fam.ctx
-        if int(fam.rest.sum()) <= floor:
-            return None
-        tree = self.tree
+        keep = np.ones(fam.L3s.size, dtype=bool)
+        if L3s is not None and row_ub is not None:
+            keep = row_ub[np.searchsorted(L3s, fam.L3s)] > floor
+        first, last = _row_runs(np.flatnonzero(keep), max(1, fam.L3s.size // START_NODES))
+        start = (fam.start[first], fam.start[last] + fam.count[last])
 
         def search(b: int, f: int, group_ub: IntArray, edges: FloatArray) -> Hit | None:
             def rows(tp_rows: FloatArray) -> IntArray:
@@ -244,6 +267,12 @@ class SdSearch:
             v_vals, tau_vals = tuple_range(ctx.key[rest]), tuple_range(ctx.up[rest])
             return search_leaf(fam.block(b), self.q2, f, rows, v_vals, tau_vals, self.stats)
 
-        found = tree.run(0, floor, search)
-        self.stats.add("sd_nodes", tree.nodes)
-        return found[1] if found else None
+        return Walk(self.tree, 0, floor, search, start=start)
+
+    def run(self, floor: int) -> Hit | None:
+        """The literal Algorithm 2 answer if its best ``d*`` exceeds ``floor``, else None."""
+        walk = self.walk(floor)
+        while not walk.done:
+            walk.step()
+        self.stats.add("sd_nodes", self.tree.nodes)
+        return walk.best

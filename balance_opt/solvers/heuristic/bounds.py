@@ -27,37 +27,18 @@ tau = the largest upload time of those with key <= v)``, whose ``d*`` is compute
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from balance_opt.solvers.heuristic.blocks import BoolArray, FloatArray, Hit, IntArray
+from balance_opt.solvers.heuristic.blocks import BoolArray, FloatArray, IntArray
 
 SLACK = 1e-9  # relative: far above float rounding of sums of <= 1e6 terms, far below any real margin
 CHUNK_CELLS = 1 << 20  # nodes x groups x users per batch (a few arrays of 8 MB)
 Budget = Callable[[Any, Any, Any], Any]
-
-
-class Family(Protocol):
-    """The blocks of one algorithm, in lexicographic order of their parameters."""
-
-    size: int
-
-    def split(self, s: IntArray, e: IntArray) -> IntArray:
-        """A cut ``s < m < e`` for each node with more than one block."""
-        ...
-
-    def relax(self, s: IntArray, e: IntArray) -> Relaxed:
-        """For nodes ``[s, e)``: a pool containing every block's, contributions below every block's,
-        and the limits on the tuples that are not dominated (``Relaxed``).
-
-        For a single block (``e = s + 1``) pool and contributions are the block's own.
-        """
-        ...
 
 
 @dataclass(frozen=True)
@@ -248,122 +229,6 @@ def _levels(ok: BoolArray, rank: Any, ends: IntArray) -> IntArray:
     pm = np.maximum.accumulate(rank * ok, axis=2)
     val = np.take_along_axis(pm, np.maximum(ends - 1, 0), axis=2)
     return np.where(ends > 0, val, 0).astype(np.int64)
-
-
-LeafSearch = Callable[[int, int, IntArray, FloatArray], Hit | None]  # (block, floor, group ub, edges)
-
-
-class TreeSearch:
-    """Best-first search over the tree of nodes for the literal answer: the first block reaching the best.
-
-    A node is bounded with few groups of ``t`` first (cheap, loose), and again with more
-    groups, one resolution at a time, before it is split or, a single block, searched. Bounds are
-    computed in batches, for every memory budget ``qs`` at once, and kept: the searches
-    for several budgets (Algorithm 1's ``lambda``) share them.
-    """
-
-    BATCH = 16  # nodes taken from the heap at a time (bounded together)
-
-    def __init__(
-        self,
-        fam: Family,
-        users: Users,
-        edges: Sequence[FloatArray],
-        budgets: Budgets,
-        strict: Callable[[FloatArray], BoolArray],
-        cuts: IntArray,
-    ) -> None:
-        """``edges``: the groups of ``t`` (:func:`group_edges`) per resolution, coarse to fine;
-        ``cuts``: the nodes the search starts from, ``[cuts[j], cuts[j + 1])``."""
-        self.fam, self.users, self.budgets, self.strict = fam, users, budgets, strict
-        self.edges = list(edges)
-        cuts = np.unique(np.concatenate(([0], cuts, [fam.size])))
-        self.start = (cuts[:-1], cuts[1:])
-        self.known: dict[tuple[int, int, int], tuple[IntArray, IntArray]] = {}
-        self.nodes = 0  # node bounds computed
-
-    def bounds(self, s: IntArray, e: IntArray, res: int) -> tuple[list[IntArray], IntArray]:
-        """``([ub[group, q] per node], lb[node, q])`` of nodes ``[s, e)`` at resolution ``res``."""
-        keys = [(a, b, res) for a, b in zip(s.tolist(), e.tolist(), strict=True)]
-        todo = [j for j, key in enumerate(keys) if key not in self.known]
-        if todo:
-            ts, te = s[todo], e[todo]
-            rel = self.fam.relax(ts, te)
-            leaf = te - ts == 1
-            real = leaf.copy()
-            if leaf.any():
-                real[leaf] = self.strict(rel.cost[leaf])
-            ub, lb = group_bounds(self.users, self.edges[res], rel, self.budgets, real)
-            self.nodes += len(todo)
-            for j, jj in enumerate(todo):
-                self.known[keys[jj]] = (ub[j], lb[j])
-        got = [self.known[key] for key in keys]
-        return [g[0] for g in got], np.array([g[1] for g in got]).reshape(len(keys), self.budgets.qs.size)
-
-    def top(self, res: int = 0) -> IntArray:
-        """Per budget: the largest bound of the starting nodes at resolution ``res`` (no ``d*`` is above)."""
-        ubs, _ = self.bounds(*self.start, res)
-        return np.stack(ubs).max(axis=(0, 1)) if ubs else np.zeros(self.budgets.qs.size, dtype=np.int64)
-
-    def run(
-        self, i: int, floor: int, search: LeafSearch, seeds: Sequence[tuple[int, int]] = ()
-    ) -> tuple[int, Hit] | None:
-        """The first block (in order) whose best ``d*`` at budget ``i`` is the best of all, and its hit.
-
-        None if no ``d*`` is above ``floor``. ``search(block, f, group_ub, edges)`` must return
-        that block's first tuple beating ``f`` (None if none); ``seeds`` are pairs
-        ``(d, block)``: an actual tuple of ``block`` has ``d* = d``.
-
-        The incumbent is a value and the first block known to reach it, ``at``: a node after
-        ``at`` matters only if it can beat the value, a node up to ``at`` if it can reach it
-        (the literal answer is the first tuple reaching the best). A block known to reach
-        the value only by a lower bound is searched like any other.
-        """
-        value, at = floor + 1, self.fam.size  # "reach floor + 1", no block known
-        best: Hit | None = None
-        heap: list[tuple[int, int, int, int]] = []
-        top = len(self.edges) - 1
-
-        def known(d: int, block: int) -> None:
-            nonlocal value, at, best
-            if d > value or (d == value and block < at):
-                value, at, best = d, block, None
-
-        def push(s: IntArray, e: IntArray, res: int) -> None:
-            ubs, lb = self.bounds(s, e, res)
-            low = int(lb[:, i].max(initial=0))
-            if low > 0:
-                known(low, int(s[lb[:, i] == low].min()))
-            top = np.stack(ubs)[:, :, i].max(axis=1)
-            for j in np.flatnonzero(top >= value).tolist():
-                heapq.heappush(heap, (-int(top[j]), int(s[j]), int(e[j]), res))
-
-        for d, block in seeds:
-            known(d, block)
-        push(*self.start, 0)
-        while heap and -heap[0][0] >= value:
-            batch: list[tuple[int, int, int]] = []
-            while heap and len(batch) < self.BATCH and -heap[0][0] >= value:
-                u, a, b, res = heapq.heappop(heap)
-                if -u >= (value + 1 if a > at else value):
-                    batch.append((a, b, res))
-            for a, _, _ in sorted(x for x in batch if x[1] - x[0] == 1 and x[2] == top):
-                f = value if a > at else value - 1
-                group_ub = self.bounds(np.array([a]), np.array([a + 1]), top)[0][0][:, i]
-                if group_ub.max() > f:
-                    hit = search(a, f, group_ub, self.edges[top])
-                    if hit is not None:
-                        value, at, best = hit.served, a, hit
-            for res in range(top):  # bound again, finer
-                finer = [x for x in batch if x[2] == res]
-                if finer:
-                    push(np.array([x[0] for x in finer]), np.array([x[1] for x in finer]), res + 1)
-            inner = [x for x in batch if x[1] - x[0] > 1 and x[2] == top]
-            if inner:
-                s, e = np.array([x[0] for x in inner]), np.array([x[1] for x in inner])
-                m = self.fam.split(s, e)
-                push(np.concatenate((s, m)), np.concatenate((m, e)), 0)
-        return (at, best) if best is not None else None
 
 
 def rows_in_groups(tp_rows: FloatArray, edges: FloatArray, groups: BoolArray) -> IntArray:

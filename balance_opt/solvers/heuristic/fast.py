@@ -21,6 +21,7 @@ implementation", explains why):
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Sequence
 
@@ -29,8 +30,9 @@ import numpy as np
 from balance_opt.instance import Instance
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple
 from balance_opt.solvers.heuristic.alg2 import SdContext, SdSearch
-from balance_opt.solvers.heuristic.blocks import Counters
+from balance_opt.solvers.heuristic.blocks import Counters, FloatArray, IntArray
 from balance_opt.solvers.heuristic.primitives import BalanceOutcome, check_grid, memory_split
+from balance_opt.solvers.heuristic.tree import Walk
 
 BOUND_RES = 1  # resolution of the bounds that order the pairs (bounds.TreeSearch)
 
@@ -48,6 +50,7 @@ class _Pairs:
         self.contexts: dict[float, SdContext] = {}
         self.ad_ub: list[int] = []  # per pair, by bounds()
         self.sd_ub: list[int] = []
+        self.row_ub: dict[tuple[float, float], tuple[FloatArray, IntArray]] = {}  # per pair: L3s, bounds
 
     def sd_active(self, z: float, lam: float) -> bool:
         return z != 1.0 and lam != 1.0
@@ -69,8 +72,12 @@ class _Pairs:
             lams = [lam for zz, lam in self.pairs if zz == z and self.sd_active(z, lam)]
             if lams:
                 q2s = np.array([self.q2(z, lam) for lam in lams])
-                top = SdSearch(self.context(z), q2s, np.arange(K), Counters()).top(BOUND_RES)
+                everyone = SdSearch(self.context(z), q2s, np.arange(K), Counters())
+                top = everyone.top(BOUND_RES)
                 sd_top.update(zip(((z, lam) for lam in lams), top.tolist(), strict=True))
+                # each L3 row's bound over all users bounds that row over any remaining users
+                rows = everyone.row_bounds(BOUND_RES)
+                self.row_ub.update({(z, lam): (everyone.fam.L3s, rows[:, j]) for j, lam in enumerate(lams)})
         self.ad_ub, self.sd_ub = [], []
         for z, lam in self.pairs:
             ad = 0
@@ -85,7 +92,11 @@ class _Pairs:
         if self.ad is None or z == 0.0 or lam == 0.0:
             return ()
         if z not in self.found:
-            known = list({t for got in self.found.values() for t in got.values() if t is not None})
+            # the answers at the nearest z done on either side start the searches (d* is monotone in z)
+            below = [x for x in self.found if x < z]
+            above = [x for x in self.found if x > z]
+            near = ([max(below)] if below else []) + ([min(above)] if above else [])
+            known = list({t for x in near for t in self.found[x].values() if t is not None})
             got = self.ad.answers(self.zs.index(z), known)
             self.found[z] = dict(zip(self.lams, got, strict=True))
         tup = self.found[z][lam]
@@ -116,28 +127,45 @@ def balance_fast(
     if K == 0 or (until is not None and time.perf_counter() > until):
         return BalanceOutcome(best.z, best.lam, (), (), {"implementation": "fast"})
     pairs = _Pairs(inst, z_grid, lam_grid, stats)
-    bound = pairs.bounds()
+    # best first over the pairs: (bound on the total, pair, stage); a pair's bound tightens as it
+    # is taken again: Algorithm 1's exact count (stage 1), then Algorithm 2's search a batch at a time
+    heap = [(-b, i, 0) for i, b in enumerate(pairs.bounds())]
+    heapq.heapify(heap)
+    searches: dict[int, tuple[SdSearch, Walk]] = {}
     # the incumbent: the first pair known to reach `value`; a pair before it must reach it, after beat it
-    value, at = 1, len(bound)
-    for i in sorted(range(len(bound)), key=lambda i: (-bound[i], i)):
-        if bound[i] < value or (until is not None and time.perf_counter() > until):
-            break  # visited by bound: no pair left reaches any need
+    value, at = 1, len(heap)
+    while heap and -heap[0][0] >= value and (until is None or time.perf_counter() <= until):
+        b, i, stage = heapq.heappop(heap)
         need = value if i < at else value + 1
+        if -b < need:
+            continue
         z, lam = pairs.pairs[i]
-        if bound[i] < need:
-            continue
         taken = pairs.ad_users(z, lam)
-        if len(taken) + min(pairs.sd_ub[i], K - len(taken)) < need:
+        if stage == 0:
+            sd = min(pairs.sd_ub[i], K - len(taken)) if pairs.sd_active(z, lam) else 0
+            heapq.heappush(heap, (-(len(taken) + sd), i, 1 if sd else 3))
             continue
-        stats.add("pairs")
-        users: tuple[int, ...] = ()
-        if pairs.sd_active(z, lam):
+        floor = max(0, need - 1 - len(taken))  # Algorithm 2 must beat it for the total to reach need
+        if stage == 1:
             if pairs.dominated(i):
                 stats.add("pairs_skipped")
                 continue
+            stats.add("pairs")
             rest = np.setdiff1d(np.arange(K), np.asarray(taken, dtype=np.int64))
-            hit = SdSearch(pairs.context(z), pairs.q2(z, lam), rest, stats).run(max(0, need - 1 - len(taken)))
-            users = hit.users if hit else ()
+            search = SdSearch(pairs.context(z), pairs.q2(z, lam), rest, stats)
+            searches[i] = (search, search.walk(floor, *pairs.row_ub[z, lam]))
+        users: tuple[int, ...] = ()
+        if stage in (1, 2):
+            search, walk = searches[i]
+            walk.raise_floor(floor)
+            if not walk.done:
+                if stage == 2:
+                    walk.step()
+                heapq.heappush(heap, (-(len(taken) + walk.bound), i, 2))
+                continue
+            stats.add("sd_nodes", search.tree.nodes)
+            del searches[i]
+            users = walk.best.users if walk.best else ()
         if len(taken) + len(users) >= need:
             value, at = len(taken) + len(users), i
             best = BalanceOutcome(z, lam, taken, users)
