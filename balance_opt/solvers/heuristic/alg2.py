@@ -242,7 +242,7 @@ class SdSearch:
 
     def row_bounds(self, res: int = 0) -> IntArray:
         """``[row, memory]``: a bound on each ``L3`` row's best ``d*`` (at resolution ``res``)."""
-        ubs, _ = self.tree.bounds(*self.tree.start, res)
+        ubs, _ = self.tree.bounds(*self.tree.start, min(res, len(self.tree.edges) - 1))
         return np.stack(ubs).max(axis=1) if ubs else np.zeros((0, self.qs.size), dtype=np.int64)
 
     def walk(self, floor: int, L3s: FloatArray | None = None, row_ub: IntArray | None = None) -> Walk:

@@ -90,7 +90,7 @@ class TreeSearch:
 
     def top(self, res: int = 0) -> IntArray:
         """Per budget: the largest bound of the starting nodes at resolution ``res`` (no ``d*`` is above)."""
-        ubs, _ = self.bounds(*self.start, res)
+        ubs, _ = self.bounds(*self.start, min(res, len(self.edges) - 1))
         return np.stack(ubs).max(axis=(0, 1)) if ubs else np.zeros(self.budgets.qs.size, dtype=np.int64)
 
     def run(
