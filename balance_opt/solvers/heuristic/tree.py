@@ -44,10 +44,11 @@ LeafSearch = Callable[[int, int, IntArray, FloatArray], Hit | None]  # (block, f
 class TreeSearch:
     """Best-first search over the tree of nodes for the literal answer: the first block reaching the best.
 
-    A node is bounded with few groups of ``t`` first (cheap, loose), and again with more
-    groups, one resolution at a time, before it is split or, a single block, searched. Bounds are
-    computed in batches, for every memory budget ``qs`` at once, and kept: the searches
-    for several budgets (Algorithm 1's ``lambda``) share them.
+    A starting node is bounded with few groups of ``t`` first (cheap, loose), and again with
+    more groups, one resolution at a time, before it is split or, a single block, searched;
+    the children of a split start at the finest. Bounds are computed in batches, for every
+    memory budget at once, and kept: the searches for several budgets (Algorithm 1's pairs)
+    share them.
     """
 
     BATCH = 16  # nodes taken from the heap at a time (bounded together)
@@ -191,4 +192,5 @@ class Walk:
         if inner:
             s, e = np.array([x[0] for x in inner]), np.array([x[1] for x in inner])
             m = tree.fam.split(s, e)
-            self._push(np.concatenate((s, m)), np.concatenate((m, e)), 0)
+            # a split's children rarely fail where their parent passed: bound them finest at once
+            self._push(np.concatenate((s, m)), np.concatenate((m, e)), top)
