@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -178,12 +179,10 @@ class AdSearch:
         """
         fam, z, qs = self.fam, self.zs[zi], self.qs[zi]
         out: dict[int, AdTuple | None] = {}
-        # block -> (floor, result) of a search where Q1 bound nowhere in the block: then the
-        # result is the block's first tuple reaching its best if above the floor, for every such Q1
-        done: dict[int, tuple[int, Hit | None]] = {}
         # the largest Q1 first: its best d* bounds every d* at every Q1, hence where Q1 stops mattering
         top = int(np.argmax(qs)) if qs.size else 0
         cap = np.inf
+        searches = _Searches(self, z)
         for i in [top, *(j for j in range(qs.size) if j != top)]:
             q = float(qs[i])
             if i != top and q >= cap:
@@ -194,23 +193,8 @@ class AdSearch:
             seeds = [
                 (int(ad_tuple_dstar(self.inst, z, t, qs[i : i + 1])[0]), fam.block_of(t.L1)) for t in tried
             ]
-
-            def search(b: int, f: int, group_ub: IntArray, edges: FloatArray, q: float = q) -> Hit | None:
-                unbound = q >= fam.block_cap(b, z)
-                if unbound and b in done:  # the memory binds nowhere in b: its answer is known
-                    f0, res = done[b]
-                    if res is not None or f >= f0:
-                        return res if res is not None and res.served > f else None
-
-                def rows(tp_rows: FloatArray) -> IntArray:
-                    return rows_in_groups(tp_rows, edges, group_ub > f)
-
-                res = search_leaf(fam.block(b, z), q, f, rows, self.v_vals, self.tau_vals, self.stats)
-                if unbound:
-                    done[b] = (f, res)
-                return res
-
-            found = self.tree.run(zi * qs.size + i, 0, search, seeds)
+            searches.at_top = i == top
+            found = self.tree.run(zi * qs.size + i, 0, partial(searches.search, q=q), seeds)
             if found is None:
                 out[i] = None
             else:
@@ -220,6 +204,41 @@ class AdSearch:
                 cap = fam.memory_cap(len(found[1].users) if found else 0)
         self.stats.n["ad_nodes"] = self.tree.nodes
         return [out[i] for i in range(qs.size)]
+
+
+class _Searches:
+    """Block searches at one ``z``, with what the earlier ones there tell.
+
+    * A block's best ``d*`` grows with ``Q1``: what a search at the largest ``Q1`` found
+      (its best, or that it is at most the floor) bounds it at every other.
+    * A block whose whole pool fits ``Q1`` gives the same result at every such ``Q1``.
+    """
+
+    def __init__(self, ad: AdSearch, z: float) -> None:
+        self.ad, self.z = ad, z
+        self.at_top = True
+        self.most: dict[int, int] = {}  # block -> a bound on its best d* at every Q1 of z
+        self.done: dict[int, tuple[int, Hit | None]] = {}  # block -> (floor, result), Q1 binding nowhere
+
+    def search(self, b: int, f: int, group_ub: IntArray, edges: FloatArray, q: float) -> Hit | None:
+        ad, fam = self.ad, self.ad.fam
+        if self.most.get(b, f + 1) <= f:
+            return None
+        unbound = q >= fam.block_cap(b, self.z)
+        if unbound and b in self.done:
+            f0, res = self.done[b]
+            if res is not None or f >= f0:
+                return res if res is not None and res.served > f else None
+
+        def rows(tp_rows: FloatArray) -> IntArray:
+            return rows_in_groups(tp_rows, edges, group_ub > f)
+
+        res = search_leaf(fam.block(b, self.z), q, f, rows, ad.v_vals, ad.tau_vals, ad.stats)
+        if unbound:
+            self.done[b] = (f, res)
+        if self.at_top:
+            self.most[b] = res.served if res is not None else f
+        return res
 
 
 def algorithm1_all(
