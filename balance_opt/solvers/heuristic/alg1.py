@@ -33,7 +33,7 @@ from balance_opt.solvers.heuristic.bounds import (
     Budgets,
     Relaxed,
     Users,
-    group_edges,
+    ladder,
     new_user_limits,
     rows_in_groups,
 )
@@ -163,7 +163,7 @@ class AdSearch:
         qs = np.array([memory_split(inst, z, lam)[0] for z, lam in pairs], dtype=np.float64)
         budgets = Budgets(qs, np.array([z for z, _ in pairs], dtype=np.float64))
         users = Users(fam.key, fam.tp, fam.up, fam.budget)
-        edges = [group_edges(fam.tp, c) for c in RESOLUTIONS]
+        edges = ladder(fam.tp, RESOLUTIONS)
         # a range of L1 bounds poorly (the smallest L1's contributions): start from each L1 alone
         self.tree = TreeSearch(
             fam, users, edges, budgets, lambda c: strict_rows(c, fam.key), np.arange(fam.size)
@@ -183,18 +183,20 @@ class AdSearch:
         top = int(np.argmax(qs)) if qs.size else 0
         cap = np.inf
         searches = _Searches(self, z)
+        # per tuple known: its d* at every Q1 of z, and its block
+        seeds = {t: (ad_tuple_dstar(self.inst, z, t, qs), fam.block_of(t.L1)) for t in known}
         for i in [top, *(j for j in range(qs.size) if j != top)]:
             q = float(qs[i])
             if i != top and q >= cap:
                 out[i] = out[top]  # Q1 binds nowhere, here as at the largest Q1
                 self.stats.add("ad_reused")
                 continue
-            tried = [*known, *{t for t in out.values() if t is not None}]
-            seeds = [
-                (int(ad_tuple_dstar(self.inst, z, t, qs[i : i + 1])[0]), fam.block_of(t.L1)) for t in tried
-            ]
+            for t in out.values():
+                if t is not None and t not in seeds:
+                    seeds[t] = (ad_tuple_dstar(self.inst, z, t, qs), fam.block_of(t.L1))
             searches.at_top = i == top
-            found = self.tree.run(zi * qs.size + i, 0, partial(searches.search, q=q), seeds)
+            start = [(int(d[i]), b) for d, b in seeds.values()]
+            found = self.tree.run(zi * qs.size + i, 0, partial(searches.search, q=q), start)
             if found is None:
                 out[i] = None
             else:

@@ -31,7 +31,7 @@ from balance_opt.solvers.heuristic.bounds import (
     Budgets,
     Relaxed,
     Users,
-    group_edges,
+    ladder,
     new_user_limits,
     rows_in_groups,
 )
@@ -104,7 +104,7 @@ class SdContext:
         self.la = inst.accepted_drafts[self.order]
         self.users = Users(self.key, self.tp, self.up, self.budget)
         # any partition of t bounds correctly: the groups of all users' Tp serve every pair
-        self.edges = [group_edges(self.tp, c) for c in RESOLUTIONS]
+        self.edges = ladder(self.tp, RESOLUTIONS)
         self.strict = self._all_strict()
 
     def budget(self, t: Any, tau: Any, v: Any) -> Any:

@@ -27,7 +27,7 @@ tau = the largest upload time of those with key <= v)``, whose ``d*`` is compute
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -82,6 +82,19 @@ class Users:
     tp: FloatArray
     up: FloatArray
     budget: Budget
+
+
+LADDER_MIN_USERS = 48  # with fewer users, a node costs less than a batch's overhead: finest only
+
+
+def ladder(tp: FloatArray, resolutions: Sequence[int]) -> list[FloatArray]:
+    """The groups of ``t`` (:func:`group_edges`) at each resolution, coarse to fine.
+
+    The coarse ones save cells on large pools; with fewer than ``LADDER_MIN_USERS`` users
+    only the finest is kept (measured: fewer batches matter more there).
+    """
+    kept = resolutions if tp.size >= LADDER_MIN_USERS else resolutions[-1:]
+    return [group_edges(tp, c) for c in kept]
 
 
 def group_edges(tp: FloatArray, groups: int) -> FloatArray:
