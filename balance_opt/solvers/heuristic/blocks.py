@@ -1,4 +1,4 @@
-"""One block of Algorithm 1 or 2 for the fast implementation: bounds and exact search.
+"""One block of Algorithm 1 or 2 for the fast implementation: the exact search.
 
 A *block* fixes the tuple components that set the contributions (``L1`` in Algorithm 1,
 ``(L3, L4)`` in Algorithm 2). Inside it the contribution of a user depends only on its
@@ -11,16 +11,15 @@ with ``key <= v``, ``Tp >= t``, ``up <= tau``: a *prefix in key order* of the us
 Rows group the values of ``t`` by the pool's distinct ``Tp``: every ``t`` in
 ``(T_{g-1}, T_g]`` has the same member set ``P_g = {Tp >= T_g}``. Masked cumulative sums
 (``numpy.cumsum`` over the row with non-members set to ``0.0``; adding ``0.0`` is exact)
-give the literal sequential prefix sums of every subset bit for bit.
-
-Bounds use order statistics: a subset's i-th prefix sum is never below the i-th prefix
-sum of a superset (contributions are monotone in the key and float rounding is
-monotone), and the budget is monotone in each of ``t``, ``tau``, ``v``.
+give the literal sequential prefix sums of every subset bit for bit. A search may be
+limited to some rows (:attr:`Block.row_sel`) when the others are known not to matter
+(:mod:`balance_opt.solvers.heuristic.bounds`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -56,6 +55,7 @@ class Block:
     mem: FloatArray
     t_vals: FloatArray  # the algorithm's t range, ascending
     budget: Budget
+    row_sel: IntArray | None = None  # rows to search (indices into the pool's distinct Tp); None: all
 
     @cached_property
     def rows(self) -> RowSums:
@@ -66,7 +66,11 @@ class RowSums:
     """Per-row masked prefix sums of a block (rows: distinct ``Tp`` of the pool, ascending)."""
 
     def __init__(self, blk: Block) -> None:
-        self.tp_rows: FloatArray = np.unique(blk.tp)
+        tp_all = np.unique(blk.tp)
+        sel = np.arange(tp_all.size) if blk.row_sel is None else blk.row_sel
+        self.tp_rows: FloatArray = tp_all[sel]
+        # the t range of row g is (tp_prev[g], tp_rows[g]]
+        self.tp_prev: FloatArray = np.where(sel > 0, tp_all[np.maximum(sel - 1, 0)], -np.inf)
         member = blk.tp[None, :] >= self.tp_rows[:, None]
         self.member: BoolArray = member
         self.cost_sums: FloatArray = np.cumsum(np.where(member, blk.cost, 0.0), axis=1)
@@ -84,40 +88,6 @@ class RowSums:
         """``[g, ki]``: row g has a member whose key is ``kvals[ki]``."""
         before = np.where(self.kstart > 0, self.rank[:, np.maximum(self.kstart - 1, 0)], 0)
         return self.rank[:, self.kend - 1] > before
-
-
-def frontier(blk: Block, real: bool) -> tuple[FloatArray, IntArray, FloatArray, IntArray]:
-    """Step functions ``Q -> bound`` of the block's best ``d*``: (upper) and, if real, (lower).
-
-    Each is given as ascending memory thresholds and the bound reached at or above them.
-    The upper bound covers every tuple of the block; the lower bound is the ``d*`` of
-    actual tuples ``(v = key_j, t = T_g, tau = max up of the members with key <= v)``.
-    """
-    r = blk.rows
-    ub_budget = blk.budget(r.tp_rows[:, None], r.upmin[:, None], blk.key[None, :])
-    ub = _step(r.member & (ub_budget >= r.cost_sums), r)
-    if not real:
-        return (*ub, np.zeros(0), np.zeros(0, dtype=np.int64))
-    upmax = np.maximum.accumulate(np.where(r.member, blk.up, -np.inf), axis=1)[:, r.last]
-    lb_budget = blk.budget(r.tp_rows[:, None], upmax, blk.key[None, :])
-    return (*ub, *_step(r.member & (lb_budget >= r.cost_sums), r))
-
-
-def _step(ok: BoolArray, r: RowSums) -> tuple[FloatArray, IntArray]:
-    mem = r.mem_sums[ok]
-    rank = r.rank[ok]
-    if mem.size == 0:
-        return np.zeros(0), np.zeros(0, dtype=np.int64)
-    order = np.lexsort((-rank, mem))
-    mem, best = mem[order], np.maximum.accumulate(rank[order])
-    first = np.append(True, best[1:] > best[:-1])  # the first threshold of each new level
-    return mem[first], best[first]
-
-
-def step_value(thresholds: FloatArray, levels: IntArray, mem_budget: float) -> int:
-    """The level of a step function (from :func:`frontier`) at memory budget ``mem_budget``."""
-    i = int(np.searchsorted(thresholds, mem_budget, side="right"))
-    return int(levels[i - 1]) if i > 0 else 0
 
 
 def search_block(blk: Block, mem_budget: float, floor: int) -> Hit | None:
@@ -185,7 +155,7 @@ def _unit(blk: Block, mem_budget: float, floor: int, ki: int, g: int) -> Hit | N
     if served <= floor:
         return None
     # d* is non-decreasing in t within the row: find the smallest t reaching `served`
-    lo = r.tp_rows[g - 1] if g > 0 else -np.inf
+    lo = r.tp_prev[g]
     tt = blk.t_vals[(blk.t_vals > lo) & (blk.t_vals <= r.tp_rows[g])]
     rows = np.flatnonzero(d_top == served)
     j = np.argmax(np.cumsum(cand[rows], axis=1) >= served, axis=1)
@@ -225,80 +195,47 @@ def search_block_literal(
     return best
 
 
-def batch_bounds(
-    key: IntArray,
-    tp: FloatArray,
-    up: FloatArray,
-    inpool: BoolArray,
-    variants: Sequence[tuple[FloatArray, FloatArray, bool]],
-    budget: Budget,
-    mem_budgets: FloatArray,
-    floor: int = 0,
-    chunk_cells: int = 1 << 21,
-) -> list[tuple[IntArray, IntArray]]:
-    """Bounds of many blocks over one user order at once: ``(ub, lb)`` per variant.
+# --- shared by the fast Algorithms 1 and 2 -------------------------------------------
 
-    Block b's pool is ``inpool[b]``; each variant gives contributions ``(cost, mem)`` of
-    shape ``(blocks, users)`` and whether they are the block's own (``real``: only then is
-    ``lb`` computed, else it is zero). ``ub`` and ``lb`` have shape ``(blocks, len(mem_budgets))``.
-    Rows are the distinct ``Tp`` of all users (a superset of each pool's rows: an extra
-    row has the members of a real row and a smaller ``t``, so it neither raises the upper
-    bound nor stops the lower bound being the ``d*`` of an actual tuple). Rows with at
-    most ``floor`` members of the largest pool are left out: bounds at or below ``floor``
-    are reported as they are needed, as "not above floor".
+
+def tuple_range(x: Any) -> FloatArray:
+    """A tuple component's range ``sorted({0} ∪ x)`` (as in the literal implementation)."""
+    return np.unique(np.append(np.asarray(x, dtype=np.float64), 0.0))
+
+
+class Counters:
+    """Work counts of one run (``BalanceOutcome.stats``)."""
+
+    def __init__(self) -> None:
+        self.n: dict[str, int] = {}
+
+    def add(self, name: str, k: int = 1) -> None:
+        self.n[name] = self.n.get(name, 0) + k
+
+
+def strict_rows(cost: FloatArray, key: IntArray) -> BoolArray:
+    """Per row of ``cost`` (users in key order): strictly increasing from one distinct key to the next."""
+    kstart = np.flatnonzero(np.diff(key, prepend=key[:1] - 1))  # where a new key starts (sorted keys)
+    c = cost[:, kstart]
+    return np.asarray(np.all(c[:, 1:] > c[:, :-1], axis=1))
+
+
+def search_leaf(
+    blk: Block,
+    mem_budget: float,
+    floor: int,
+    rows: Callable[[FloatArray], IntArray],
+    v_vals: FloatArray,
+    tau_vals: FloatArray,
+    stats: Counters,
+) -> Hit | None:
+    """The block's first tuple beating ``floor``: by prefixes in ``rows(distinct Tp)``, or tuple by tuple.
+
+    ``rows`` picks the rows that may beat ``floor``; a block whose contributions are not
+    strictly increasing in the key is walked tuple by tuple instead.
     """
-    nb, p = inpool.shape
-    tp_rows = np.unique(tp)
-    tp_rows = tp_rows[(tp[None, :] >= tp_rows[:, None]).sum(axis=1) > floor]
-    if floor > 0 and tp_rows.size:
-        # a row reaches floor + 1 only if its loosest budget covers the floor + 1
-        # cheapest contributions of some pool (order statistics; budget is monotone)
-        cheapest = np.inf
-        for cost, _, _ in variants:
-            s = np.cumsum(np.where(inpool, cost, 0.0), axis=1)
-            at = np.argmax(np.cumsum(inpool, axis=1) > floor, axis=1)
-            full = inpool.sum(axis=1) > floor
-            if full.any():
-                cheapest = min(cheapest, float(s[full, at[full]].min()))
-        tp_rows = tp_rows[budget(tp_rows, up.min(), key.min()) >= cheapest]
-    shape = (nb, mem_budgets.size)
-    out = [(np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)) for _ in variants]
-    if tp_rows.size == 0:
-        return out
-    kvals, kstart = np.unique(key, return_index=True)
-    last = np.append(kstart[1:], key.size)[np.searchsorted(kvals, key)] - 1
-    step = max(1, chunk_cells // max(1, tp_rows.size * p))
-    for a in range(0, nb, step):
-        b = slice(a, min(nb, a + step))
-        member = inpool[b, None, :] & (tp[None, None, :] >= tp_rows[None, :, None])
-        rank = np.cumsum(member, axis=2, dtype=np.int32)
-        upmin = np.where(member, up, np.inf).min(axis=2)
-        upmax = None
-        for (cost, mem, real), (ub, lb) in zip(variants, out, strict=True):
-            cost_sums = np.cumsum(np.where(member, cost[b, None, :], 0.0), axis=2)
-            mem_sums = np.cumsum(np.where(member, mem[b, None, :], 0.0), axis=2)
-            ok = member & (budget(tp_rows[None, :, None], upmin[:, :, None], key[None, None, :]) >= cost_sums)
-            ub[b] = _levels(ok, rank, mem_sums, mem_budgets)
-            if real:
-                if upmax is None:
-                    upmax = np.maximum.accumulate(np.where(member, up, -np.inf), axis=2)[:, :, last]
-                ok = member & (budget(tp_rows[None, :, None], upmax, key[None, None, :]) >= cost_sums)
-                lb[b] = _levels(ok, rank, mem_sums, mem_budgets)
-    return out
-
-
-def _levels(
-    ok: BoolArray, rank: NDArray[np.int32], mem_sums: FloatArray, mem_budgets: FloatArray
-) -> IntArray:
-    """Per block and memory budget: the largest rank of an ``ok`` cell whose memory sum fits it.
-
-    ``mem_sums`` is non-decreasing along a row, so the cells that fit a budget are a row prefix and
-    the answer is a prefix maximum read at the prefix's end.
-    """
-    pm = np.maximum.accumulate(np.where(ok, rank, 0), axis=2)
-    out = np.empty((ok.shape[0], mem_budgets.size), dtype=np.int64)
-    for i, mem_budget in enumerate(mem_budgets.tolist()):
-        cnt = (mem_budget >= mem_sums).sum(axis=2)
-        val = np.take_along_axis(pm, np.maximum(cnt - 1, 0)[..., None], axis=2)[..., 0]
-        out[:, i] = np.where(cnt > 0, val, 0).max(axis=1)
-    return out
+    if not strict_rows(blk.cost[None, :], blk.key)[0]:
+        stats.add("literal_blocks")
+        return search_block_literal(blk, mem_budget, floor, v_vals, tau_vals)
+    stats.add("searched_blocks")
+    return search_block(dataclasses.replace(blk, row_sel=rows(np.unique(blk.tp))), mem_budget, floor)
