@@ -14,11 +14,52 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from balance_opt.instance import FloatArray, Instance, LanguageModel
+
+# --- modes and the tolerance (sections 2 and 6) ---------------------------------------
+
+# A user's mode in a schedule; the solution file names them (MODE_NAMES by code).
+NONE, AD, SD = 0, 1, 2
+MODE_NAMES = ("none", "ad", "sd")
+MODE_CODES = {name: code for code, name in enumerate(MODE_NAMES)}
+
+# Relative tolerance of every feasibility comparison: t <= T (1 + REL_TOL), memory <= Q (1 + REL_TOL).
+REL_TOL = 1e-9
+# Bounds (ranks, box bounds) compare against limits loosened by twice the tolerance, so
+# that no order of float sums can make a bound exclude a set the evaluator accepts.
+BOUND_TOL = 2.0 * REL_TOL
+
+Limit = TypeVar("Limit", float, FloatArray)
+
+
+def has_compute(mode: int, z: float) -> bool:
+    """D7: AD gets the share ``z`` of the compute and SD ``1 - z``; a mode without any serves nobody."""
+    return z > 0.0 if mode == AD else z < 1.0
+
+
+def tolerated(limit: Limit) -> Limit:
+    """``limit (1 + REL_TOL)``: the largest value the evaluator accepts (section 6)."""
+    return limit * (1.0 + REL_TOL)
+
+
+@overload
+def within(value: float, limit: float) -> bool: ...
+@overload
+def within(value: FloatArray, limit: FloatArray | float) -> NDArray[np.bool_]: ...
+def within(value: Any, limit: Any) -> Any:  # typed by the overloads above
+    """``value <= limit (1 + REL_TOL)``, elementwise for arrays (section 6)."""
+    return value <= tolerated(limit)
+
+
+def loosened(limit: Limit) -> Limit:
+    """``limit (1 + BOUND_TOL)``: a limit as the bounds see it."""
+    return limit * (1.0 + BOUND_TOL)
+
 
 # --- workloads (section 3) ---------------------------------------------------------
 

@@ -34,9 +34,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
+from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
-from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
+from balance_opt.model import AD, EMPTY_MODE, NONE, REL_TOL, SD, ModeCost, ad_mode, sd_mode, tolerated
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.primitives import memory_split
@@ -60,7 +60,7 @@ def _on_time(inst: Instance, cost: ModeCost, members: NDArray[np.bool_]) -> bool
     if cost.latency_s is None:
         return True
     completion = cost.latency_s + inst.download_s[members]
-    return not bool((completion > inst.deadline_s[members] * (1.0 + REL_TOL)).any())
+    return not bool((completion > tolerated(inst.deadline_s[members])).any())
 
 
 @dataclass
@@ -87,10 +87,10 @@ class _Search:
     def __post_init__(self) -> None:
         inst = self.inst
         self.modes = np.zeros(inst.num_users, dtype=np.int8)
-        self.slm_weights = inst.slm_weight_bytes if self.z < 1.0 else 0.0  # D7, (21d)
-        self.limit = inst.server.memory_bytes * (1.0 + REL_TOL)
-        tolerated = inst.deadline_s * (1.0 + REL_TOL) * (1.0 + _BOUND_MARGIN) - inst.download_s
-        self.latest = tolerated.tolist()
+        self.slm_weights = inst.slm_weights_at(self.z)  # D7, (21d)
+        self.limit = tolerated(inst.server.memory_bytes)
+        late_after = tolerated(inst.deadline_s) * (1.0 + _BOUND_MARGIN) - inst.download_s
+        self.latest = late_after.tolist()
 
     def fits(self, ad: ModeCost, sd: ModeCost) -> bool:
         """Memory (21d), summed in the evaluator's order, and the P2 caps (22c), (22d)."""

@@ -20,15 +20,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt import crmath
-from balance_opt.evaluate import AD, MODE_NAMES, REL_TOL, SD, Schedule, evaluate
+from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
+    AD,
+    MODE_NAMES,
+    SD,
     ad_compute_flops,
     ad_mode,
     ad_user_memory,
     sd_iteration_seconds_per_user,
     sd_prefill_seconds_per_user,
     sd_user_memory,
+    within,
 )
 
 
@@ -171,7 +175,7 @@ def simulate(inst: Instance, schedule: Schedule, trials: int, seed: int, output_
     modes = schedule.modes[users]
     is_ad, is_sd = modes == AD, modes == SD
     completion = np.zeros((trials, len(users)))
-    memory = np.full(trials, inst.llm_weight_bytes + (inst.slm_weight_bytes if schedule.z < 1.0 else 0.0))
+    memory = np.full(trials, inst.weights_at(schedule.z))
     t_sd = np.full(trials, np.nan)
     n_real = np.zeros((trials, 0), dtype=np.int64)
     if is_ad.any():
@@ -186,9 +190,9 @@ def simulate(inst: Instance, schedule: Schedule, trials: int, seed: int, output_
         memory = memory + kv_sd
     # the answer's download time scales with its realized length
     completion += inst.download_s[users] * (lengths / inst.output_tokens[users])
-    met = completion <= inst.deadline_s[users] * (1.0 + REL_TOL)  # (20), (21c)
-    within = (n_real <= inst.sd_iterations[users[is_sd]]).all(axis=1)
-    return Trials(users, np.asarray(lengths), completion, met, memory, t_sd, n_real, within)
+    met = within(completion, inst.deadline_s[users])  # (20), (21c)
+    planned = (n_real <= inst.sd_iterations[users[is_sd]]).all(axis=1)
+    return Trials(users, np.asarray(lengths), completion, met, memory, t_sd, n_real, planned)
 
 
 def summary(
@@ -220,7 +224,7 @@ def summary(
         "goodput_min": int(good.min()),
         "p_all_meet": float((good == len(result.users)).mean()),
         "deadline_miss_rate": float(1.0 - p_meet.mean()) if len(p_meet) else 0.0,
-        "p_memory_overflow": float((result.memory_bytes > inst.server.memory_bytes * (1.0 + REL_TOL)).mean()),
+        "p_memory_overflow": float((~within(result.memory_bytes, inst.server.memory_bytes)).mean()),
         "p_sd_within_plan": float(result.sd_within_plan.mean()) if served_sd.any() else None,
         "t_sd_nominal": ev.t_sd if ev.t_sd is not None and math.isfinite(ev.t_sd) else None,
         "t_sd_mean": float(t_sd.mean()) if t_sd.size and np.isfinite(t_sd).all() else None,
