@@ -159,12 +159,15 @@ def sd_prefix(L3: ArrayLike, L4: ArrayLike, n: ArrayLike) -> NDArray[np.float64]
     return np.where(n_arr <= 1, l3, l3 + (n_arr - 2) * (l4 + 1) + l4)
 
 
-def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tuple[FloatArray, FloatArray]:
+def sd_iteration_flops(
+    inst: Instance, L3: ArrayLike, L4: ArrayLike, n_max: int
+) -> tuple[FloatArray, FloatArray]:
     """Per-user SLM and LLM FLOPs of iterations ``n = 1..n_max`` (11), (12), (18).
 
-    Returns ``(slm, llm)``, each of length ``n_max``: drafting steps ``l = 1..LD-1`` in
-    iteration 1 and ``l = 1..LD`` afterwards; verification of ``LD`` tokens in
-    iteration 1 and ``LD + 1`` afterwards, all after the prefix ``P_n``.
+    Returns ``(slm, llm)``, each with a last axis of length ``n_max``: drafting steps
+    ``l = 1..LD-1`` in iteration 1 and ``l = 1..LD`` afterwards; verification of ``LD``
+    tokens in iteration 1 and ``LD + 1`` afterwards, all after the prefix ``P_n``.
+    ``L3`` and ``L4`` broadcast against the iterations (a column of them gives a table).
     """
     ld = inst.server.draft_length
     n = np.arange(1, n_max + 1, dtype=np.float64)
@@ -176,31 +179,49 @@ def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tupl
     return slm, llm
 
 
-def sd_iteration_seconds_per_user(inst: Instance, L3: float, L4: float, n_max: int, w: float) -> FloatArray:
+def sd_iteration_seconds_per_user(
+    inst: Instance, L3: ArrayLike, L4: ArrayLike, n_max: int, w: float
+) -> FloatArray:
     """Compute seconds each active user adds to iterations ``1..n_max`` (before beta)."""
     slm, llm = sd_iteration_flops(inst, L3, L4, n_max)
     return (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
 
 
+def sd_prefill_seconds(inst: Instance, L3: ArrayLike, w: float) -> FloatArray:
+    """Compute seconds each SD user adds to the two prefills (7), (8), elementwise in ``L3``."""
+    return (
+        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3)
+        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3)
+    ) / w
+
+
 def sd_prefill_seconds_per_user(inst: Instance, L3: float, w: float) -> float:
-    """Compute seconds each SD user adds to the two prefills (7), (8)."""
-    return float(
-        (
-            inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3)
-            + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3)
-        )
-        / w
-    )
+    """:func:`sd_prefill_seconds` at one ``L3``."""
+    return float(sd_prefill_seconds(inst, L3, w))
 
 
-def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: float) -> NDArray[np.float64]:
-    """Algorithm 2's latency contribution (30) of users with ``N_k = n_users``."""
+def sd_user_cost_table(
+    inst: Instance, L3s: FloatArray, L4s: FloatArray, n_users: ArrayLike, z: float
+) -> FloatArray:
+    """Algorithm 2's latency contribution (30): one row per pair ``(L3s[i], L4s[i])``, one column per user.
+
+    Prefill share plus the sequential cumulative sum of the per-iteration seconds up to
+    each user's ``N_k``; Algorithm 2's fast search calls it with many rows at once, and the
+    one-row case is :func:`sd_user_costs`, so both give the same bits.
+    """
     n_arr = np.asarray(n_users, dtype=np.int64)
     w = 1.0 - z
     n_max = int(n_arr.max()) if n_arr.size else 0
-    per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
-    cum = np.concatenate(([0.0], np.cumsum(per_iter)))
-    return sd_prefill_seconds_per_user(inst, L3, w) + cum[n_arr]
+    per_iter = sd_iteration_seconds_per_user(inst, L3s[:, None], L4s[:, None], n_max, w)
+    cum = np.concatenate((np.zeros((L3s.size, 1)), np.cumsum(per_iter, axis=1)), axis=1)
+    return np.asarray(sd_prefill_seconds(inst, L3s, w)[:, None] + cum[:, n_arr])
+
+
+def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: float) -> NDArray[np.float64]:
+    """Algorithm 2's latency contribution (30) of users with ``N_k = n_users`` at one ``(L3, L4)``."""
+    return sd_user_cost_table(
+        inst, np.array([L3], dtype=np.float64), np.array([L4], dtype=np.float64), n_users, z
+    )[0]
 
 
 def sd_user_memory(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike) -> NDArray[np.float64]:
@@ -256,16 +277,11 @@ def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
     l3 = inst.input_tokens.astype(np.float64)[:, None]
     l4 = inst.accepted_drafts.astype(np.float64)[:, None]
     nk = inst.sd_iterations.astype(np.int64)
-    n = np.arange(1, int(nk.max()) + 1, dtype=np.float64)[None, :]
-    P = sd_prefix(l3, l4, n)
-    slm = decode_flops_sum(inst.slm, P, np.where(n == 1, ld - 1, ld))
-    llm = verify_flops(inst.llm, P, np.where(n == 1, ld, ld + 1))
-    per_iter = (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
+    n_max = int(nk.max())
+    per_iter = sd_iteration_seconds_per_user(inst, l3, l4, n_max, w)
+    n = np.arange(1, n_max + 1)[None, :]
     iterations = np.where(n <= nk[:, None], per_iter, 0.0).sum(axis=1)
-    prefill = (
-        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, l3[:, 0])
-        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, l3[:, 0])
-    ) / w
+    prefill = sd_prefill_seconds(inst, l3[:, 0], w)
     fixed = (nk + 1) * inst.llm.beta_s + nk * ld * inst.slm.beta_s
     latency = inst.upload_s + prefill + iterations + fixed
     return latency, sd_user_memory(inst, l3[:, 0], l4[:, 0], nk)

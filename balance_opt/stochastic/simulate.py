@@ -129,11 +129,12 @@ def sd_outcome(
     # sd_prefix(L3, 0, n) is L3 itself for n <= 2, so the model's per-iteration seconds
     # and memory evaluated "at L3 = P, L4 = 0" are those of a realized prefix P. Prefixes
     # are whole tokens, so one table over P = L3 .. L3 + max extra serves every trial.
-    fn: Any = sd_iteration_seconds_per_user
     w = 1.0 - z
     if w > 0.0:
         span = np.arange(int(extra.max()) + 1, dtype=np.float64)
-        table = np.asarray(fn(inst, L3 + span[:, None], 0.0, 2, w))  # [P - L3, 0]: iteration 1; [., 1]: later
+        table = sd_iteration_seconds_per_user(
+            inst, L3 + span[:, None], 0.0, 2, w
+        )  # [P - L3, 0]: iteration 1; [., 1]: later
         per_iter = table[np.maximum(extra - 1, 0), 1]  # P_n = L3 + extra - 1 for n >= 2
         per_iter[:, 0] = table[0, 0]  # P_1 = L3
         compute = len(users) * sd_prefill_seconds_per_user(inst, L3, w) + (active * per_iter).sum(axis=1)
@@ -142,8 +143,7 @@ def sd_outcome(
     fixed = (n_max + 1) * inst.llm.beta_s + n_max * ld * inst.slm.beta_s
     t_sd = float(inst.upload_s[users].max()) + compute + fixed  # (2), (19)
     last_prefix = np.where(n_real >= 2, L3 + last_extra - 1, L3)
-    mem: Any = sd_user_memory
-    kv = np.asarray(mem(inst, last_prefix, 0.0, np.minimum(n_real, 2))).sum(axis=1)
+    kv = sd_user_memory(inst, last_prefix, 0.0, np.minimum(n_real, 2)).sum(axis=1)
     return np.asarray(t_sd, dtype=np.float64), np.asarray(kv, dtype=np.float64), n_real
 
 
