@@ -61,6 +61,12 @@ def loosened(limit: Limit) -> Limit:
     return limit * (1.0 + BOUND_TOL)
 
 
+def memory_split(inst: Instance, z: float, lam: float) -> tuple[float, float]:
+    """``(Q1, Q2) = (lambda F(z), (1 - lambda) F(z))`` of P2 (22)."""
+    free = inst.free_memory(z)
+    return lam * free, (1.0 - lam) * free
+
+
 # --- workloads (section 3) ---------------------------------------------------------
 
 

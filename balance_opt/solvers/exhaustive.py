@@ -36,10 +36,20 @@ from numpy.typing import NDArray
 from balance_opt.errors import SolveRefused
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
-from balance_opt.model import AD, EMPTY_MODE, NONE, REL_TOL, SD, ModeCost, ad_mode, sd_mode, tolerated
+from balance_opt.model import (
+    AD,
+    EMPTY_MODE,
+    NONE,
+    REL_TOL,
+    SD,
+    ModeCost,
+    ad_mode,
+    memory_split,
+    sd_mode,
+    tolerated,
+)
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
-from balance_opt.solvers.heuristic.primitives import memory_split
 from balance_opt.status import Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past

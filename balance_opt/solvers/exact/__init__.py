@@ -82,7 +82,7 @@ def _search(
     warm: bool,
 ) -> SolverOutput:
     """The incumbent, the first pass over the z grid, then the box search."""
-    from balance_opt.solvers.heuristic.fast import balance_fast
+    from balance_opt.solvers.common.warm_start import balance_fast
 
     grid = inst.server.z_grid
     if hint is not None:

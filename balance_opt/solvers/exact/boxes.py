@@ -39,8 +39,8 @@ from balance_opt.model import (
     sd_user_memory,
     tolerated,
 )
+from balance_opt.solvers.common.eligibility import eligible_users
 from balance_opt.solvers.exact.highs_lp import Program
-from balance_opt.solvers.milp.formulation import eligible_users
 
 IntArray = NDArray[np.int64]
 DIMS = ("DA", "L1", "DS", "L3", "L4")

@@ -17,7 +17,7 @@ from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
-from balance_opt.solvers.heuristic.solvers import BalanceSolver
+from balance_opt.solvers.common.warm_start import balance_schedule
 from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
 
 
@@ -33,12 +33,6 @@ def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
         raise SolverUnavailable(
             f"solver {solver!r} needs {', '.join(missing)}: install it with `pip install {pip}`"
         )
-
-
-def _balance(inst: Instance) -> Schedule | None:
-    """The warm start: the ``balance`` heuristic's schedule if the evaluator accepts it."""
-    res = BalanceSolver().solve(inst)
-    return res.schedule if res.feasible else None
 
 
 class MilpSolver(Solver):
@@ -71,7 +65,7 @@ class MilpSolver(Solver):
             time_limit=time_limit,
             hint=hint,
             options=self.sweep,
-            heuristic=_balance,
+            heuristic=balance_schedule,
         )
 
 

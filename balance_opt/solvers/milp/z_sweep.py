@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.milp.bounds import (
+from balance_opt.solvers.common.bounds import (
     AD_MODE,
     Ranks,
     deadline_pair_bound,

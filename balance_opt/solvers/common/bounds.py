@@ -39,7 +39,7 @@ from balance_opt.model import (
     sd_user_memory,
     tolerated,
 )
-from balance_opt.solvers.heuristic.fast import balance_fast
+from balance_opt.solvers.common.warm_start import balance_fast
 
 MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates
 
