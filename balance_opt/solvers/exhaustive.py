@@ -49,7 +49,7 @@ from balance_opt.model import (
     tolerated,
 )
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
@@ -270,7 +270,8 @@ class ExhaustiveSolver(Solver):
     """P1 exactly: every z in Z and every assignment, pruned without losing exactness."""
 
     name = "exhaustive"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"force": False}
+    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    proves = "P1"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
@@ -297,7 +298,8 @@ class ExhaustiveP2Solver(Solver):
     """
 
     name = "exhaustive-p2"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"force": False}
+    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    proves = "P2"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None

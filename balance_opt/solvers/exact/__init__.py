@@ -10,15 +10,14 @@ is exact.
 
 from __future__ import annotations
 
-import importlib.util
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
-from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Termination
 
 if TYPE_CHECKING:
@@ -33,21 +32,19 @@ class ExactSolver(Solver):
 
     name = "exact"
     # threads: 2 bounds the two halves of each split at once; the result is the same for any value
-    option_defaults: ClassVar[dict[str, Any]] = {"warm_start": True, "threads": 2}
-
-    @classmethod
-    def is_available(cls) -> bool:
-        return importlib.util.find_spec("highspy") is not None
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        "warm_start": Option(True),
+        "threads": Option(2, minimum=1),
+    }
+    proves = "P1"
+    requires = ("highspy",)
+    install = "highspy"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        if not self.is_available():
-            raise SolverUnavailable("solver 'exact' needs highspy: install it with `pip install highspy`")
         warm = bool(self.options["warm_start"])
         threads = int(self.options["threads"])
-        if threads < 1:
-            raise ValueError(f"solver 'exact': threads must be at least 1, got {threads}")
         return solve_exact(instance, time_limit=time_limit, hint=hint, warm_start=warm, threads=threads)
 
 
