@@ -1,4 +1,4 @@
-"""The combinatorial bounds of the exact search (balance_opt.solvers.common.bounds).
+"""The combinatorial bounds of the proving solvers (balance_opt.solvers.common.bounds).
 
 A rank is claimed to be the exact optimum of one mode over a user set (Propositions 4
 and 5 applied to a subset), and the deadline-pair bound an upper bound of every P1

@@ -1,4 +1,4 @@
-"""The exact MILP (milp-highs, milp-cpsat) against the evaluator and plain enumeration.
+"""The MILP solvers (milp-highs, milp-cpsat) against the evaluator and plain enumeration.
 
 Differential twins: every row of the formulation against the evaluator on random
 schedules (a schedule is representable iff it is P1-feasible), both integer roundings of

@@ -117,7 +117,7 @@ def balance_fast(
     """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast.
 
     With ``until`` (a ``time.perf_counter()`` value) the work stops when it passes: the best
-    schedule found by then (an exact solver's warm start), not necessarily the literal one.
+    schedule found by then (a proving solver's warm start), not necessarily the literal one.
     """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)
