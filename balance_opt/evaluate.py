@@ -1,14 +1,16 @@
-"""The evaluator, the one judge of every schedule, and what it judges.
+"""Schedules and the evaluator, the one judge of every schedule.
 
-- :class:`Schedule`: a decision of P1 (the compute fraction ``z`` and one mode per user),
-  with the mode codes ``NONE`` / ``AD`` / ``SD`` and their file names (``MODE_NAMES``).
+- :class:`Schedule`: a decision of P1 (the compute fraction ``z`` and one mode code per
+  user), built from sets or from a solution file's assignment; :func:`on_grid` tells
+  whether a ``z`` is one of the grid's values.
 - :func:`evaluate`: P1 feasibility and its breakdown (docs/model.md sections 2-6) as an
   :class:`Evaluation`: latencies per mode, memory, each user's completion and slack, and
-  every violated constraint in words. ``REL_TOL`` is the tolerance of every feasibility
-  comparison (docs/model.md section 6).
+  every violated constraint in words.
 
-Solvers return schedules; whether one is feasible and how many it serves is decided here
-and nowhere else.
+The mode codes (``NONE`` / ``AD`` / ``SD``, ``MODE_NAMES``, ``MODE_CODES``) and the
+tolerance ``REL_TOL`` are the model's (:mod:`balance_opt.model`), re-exported here for a
+schedule's users. Solvers return schedules; whether one is feasible and how many it
+serves is decided here and nowhere else.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar
 
 from balance_opt.evaluate import Schedule, evaluate
@@ -98,18 +99,14 @@ def _search(
     proved = search.run() and proved
     bound = search.bound()
     served = evaluate(inst, search.inc.schedule).served
-    st = search.stats
+    search.stats.setup_s = round(setup, 4)
+    counters = asdict(search.stats)
+    per_z, trace = counters.pop("per_z"), counters.pop("trace")
     stats = {
-        "boxes": st.boxes,
-        "lps": st.lps,
-        "mips": st.mips,
-        "leaves": st.leaves,
-        "pruned": st.pruned,
-        "rejected": st.rejected,
-        "setup_s": round(setup, 4),
+        **counters,
         "z_searched": [f"{z:g}" for z in search.zdata],
-        "per_z": st.per_z,
-        "trace": [list(t) for t in st.trace],  # (seconds, served, bound) whenever either changes
+        "per_z": per_z,
+        "trace": [list(t) for t in trace],  # (seconds, served, bound) whenever either changes
     }
     ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == served else ended
