@@ -44,6 +44,7 @@ from balance_opt.model import (
     SD,
     ModeCost,
     ad_mode,
+    has_compute,
     memory_split,
     sd_mode,
     tolerated,
@@ -133,8 +134,8 @@ class _Search:
         alone = np.zeros((k_all, 2), dtype=bool)
         self.min_kv = [np.inf] * k_all
         for k in range(k_all):
-            for column, mode, allowed in ((0, AD, self.z > 0.0), (1, SD, self.z < 1.0)):
-                costs = self.try_mode(k, mode, EMPTY_MODE, EMPTY_MODE) if allowed else None
+            for column, mode in ((0, AD), (1, SD)):
+                costs = self.try_mode(k, mode, EMPTY_MODE, EMPTY_MODE) if has_compute(mode, self.z) else None
                 if costs is not None:
                     alone[k, column] = True
                     self.min_kv[k] = min(self.min_kv[k], costs[column].kv_bytes)
