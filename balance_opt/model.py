@@ -211,23 +211,26 @@ def sd_user_cost_table(
 ) -> FloatArray:
     """Algorithm 2's latency contribution (30): one row per pair ``(L3s[i], L4s[i])``, one column per user.
 
-    Prefill share plus the sequential cumulative sum of the per-iteration seconds up to
-    each user's ``N_k``; Algorithm 2's fast search calls it with many rows at once, and the
-    one-row case is :func:`sd_user_costs`, so both give the same bits.
+    Algorithm 2's fast search calls it with many rows at once; :func:`sd_user_costs` is the
+    same formula at one pair, so both give the same bits.
     """
-    n_arr = np.asarray(n_users, dtype=np.int64)
-    w = 1.0 - z
-    n_max = int(n_arr.max()) if n_arr.size else 0
-    per_iter = sd_iteration_seconds_per_user(inst, L3s[:, None], L4s[:, None], n_max, w)
-    cum = np.concatenate((np.zeros((L3s.size, 1)), np.cumsum(per_iter, axis=1)), axis=1)
-    return np.asarray(sd_prefill_seconds(inst, L3s, w)[:, None] + cum[:, n_arr])
+    return _sd_costs(inst, L3s[:, None], L4s[:, None], n_users, z)
 
 
 def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: float) -> NDArray[np.float64]:
     """Algorithm 2's latency contribution (30) of users with ``N_k = n_users`` at one ``(L3, L4)``."""
-    return sd_user_cost_table(
-        inst, np.array([L3], dtype=np.float64), np.array([L4], dtype=np.float64), n_users, z
-    )[0]
+    return _sd_costs(inst, L3, L4, n_users, z)
+
+
+def _sd_costs(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike, z: float) -> FloatArray:
+    """(30) for ``L3``, ``L4`` scalars or columns: the prefill share plus the sequential cumulative
+    sum of the per-iteration seconds up to each user's ``N_k`` (along the last axis)."""
+    n_arr = np.asarray(n_users, dtype=np.int64)
+    w = 1.0 - z
+    n_max = int(n_arr.max()) if n_arr.size else 0
+    per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
+    cum = np.concatenate((np.zeros((*per_iter.shape[:-1], 1)), np.cumsum(per_iter, axis=-1)), axis=-1)
+    return np.asarray(sd_prefill_seconds(inst, L3, w) + cum[..., n_arr])
 
 
 def sd_user_memory(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike) -> NDArray[np.float64]:
