@@ -1,4 +1,4 @@
-"""balance-opt: instances, the paper's algorithms, exact MILPs and reports for BALANCE."""
+"""balance-opt: instances, the paper's algorithms, solvers that prove optima and reports for BALANCE."""
 
 from balance_opt.errors import InputError
 from balance_opt.evaluate import AD, NONE, SD, Evaluation, Schedule, evaluate

@@ -1,14 +1,16 @@
-"""The evaluator, the one judge of every schedule, and what it judges.
+"""Schedules and the evaluator, the one judge of every schedule.
 
-- :class:`Schedule`: a decision of P1 (the compute fraction ``z`` and one mode per user),
-  with the mode codes ``NONE`` / ``AD`` / ``SD`` and their file names (``MODE_NAMES``).
+- :class:`Schedule`: a decision of P1 (the compute fraction ``z`` and one mode code per
+  user), built from sets or from a solution file's assignment; :func:`on_grid` tells
+  whether a ``z`` is one of the grid's values.
 - :func:`evaluate`: P1 feasibility and its breakdown (docs/model.md sections 2-6) as an
   :class:`Evaluation`: latencies per mode, memory, each user's completion and slack, and
-  every violated constraint in words. ``REL_TOL`` is the tolerance of every feasibility
-  comparison (docs/model.md section 6).
+  every violated constraint in words.
 
-Solvers return schedules; whether one is feasible and how many it serves is decided here
-and nowhere else.
+The mode codes (``NONE`` / ``AD`` / ``SD``, ``MODE_NAMES``, ``MODE_CODES``) and the
+tolerance ``REL_TOL`` are the model's (:mod:`balance_opt.model`), re-exported here for a
+schedule's users. Solvers return schedules; whether one is feasible and how many it
+serves is decided here and nowhere else.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import ModeCost, ad_mode, sd_mode
+from balance_opt.model import (
+    AD,
+    MODE_CODES,
+    MODE_NAMES,
+    NONE,
+    REL_TOL,
+    SD,
+    ModeCost,
+    ad_mode,
+    has_compute,
+    sd_mode,
+    tolerated,
+)
 
-NONE, AD, SD = 0, 1, 2
-MODE_NAMES = ("none", "ad", "sd")
-MODE_CODES = {name: code for code, name in enumerate(MODE_NAMES)}
-
-# Relative tolerance of every feasibility comparison (docs/model.md section 6).
-REL_TOL = 1e-9
 # How close a schedule's z must be to a grid value to count as that value.
 GRID_TOL = 1e-12
 
@@ -195,10 +203,8 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     elif not on_grid(z, inst.server.z_grid):
         violations.append(f"z={z!r} is not in the instance's z_grid (21g)")
     # D7: at z = 0 AD has no compute, at z = 1 SD has none; such users are never served.
-    ad_ok = z > 0.0
-    sd_ok = z < 1.0
-    for users, name, ok, at in ((is_ad, "AD", ad_ok, 0), (is_sd, "SD", sd_ok, 1)):
-        if users.any() and not ok:
+    for users, name, mode, at in ((is_ad, "AD", AD, 0), (is_sd, "SD", SD, 1)):
+        if users.any() and not has_compute(mode, z):
             first = inst.user_ids[int(np.flatnonzero(users)[0])]
             violations.append(
                 f"{int(users.sum())} {name} user(s) at z = {at}, first user {first} "
@@ -213,7 +219,7 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     if sd.latency_s is not None:
         completion[is_sd] = sd.latency_s + inst.download_s[is_sd]
     slack = inst.deadline_s - completion
-    late = (completion > inst.deadline_s * (1.0 + REL_TOL)) & ~np.isnan(completion)  # (20), (21c)
+    late = (completion > tolerated(inst.deadline_s)) & ~np.isnan(completion)  # (20), (21c)
     for k in np.flatnonzero(late).tolist():
         late_s = completion[k] - inst.deadline_s[k]
         violations.append(
@@ -222,10 +228,10 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
         )
 
     w_llm = inst.llm_weight_bytes
-    w_slm = inst.slm_weight_bytes if z < 1.0 else 0.0  # D7, (21d)
+    w_slm = inst.slm_weights_at(z)  # D7, (21d)
     memory = w_llm + w_slm + ad.kv_bytes + sd.kv_bytes
     cap = inst.server.memory_bytes
-    if memory > cap * (1.0 + REL_TOL):
+    if memory > tolerated(cap):
         violations.append(
             f"memory {memory:.9g} B exceeds the capacity {cap:.9g} B by {memory - cap:.6g} B (21d)"
         )
@@ -248,3 +254,19 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
         memory_bytes=memory,
         free_bytes=cap - memory,
     )
+
+
+# The mode codes and the tolerance are the model's (balance_opt.model); re-exported for a schedule's users.
+__all__ = [
+    "AD",
+    "GRID_TOL",
+    "MODE_CODES",
+    "MODE_NAMES",
+    "NONE",
+    "REL_TOL",
+    "SD",
+    "Evaluation",
+    "Schedule",
+    "evaluate",
+    "on_grid",
+]

@@ -390,10 +390,17 @@ class Instance:
         """``kv^S``."""
         return self.slm.kv_bytes_per_token(self.server.bytes_per_param)
 
+    def slm_weights_at(self, z: float) -> float:
+        """``[z < 1] q^S``: the SLM's weights are loaded only while SD has compute (D7, (21d))."""
+        return self.slm_weight_bytes if z < 1.0 else 0.0
+
+    def weights_at(self, z: float) -> float:
+        """``q^L + [z < 1] q^S``: the weights resident at compute fraction z (13), (14), (21d)."""
+        return self.llm_weight_bytes + self.slm_weights_at(z)
+
     def free_memory(self, z: float) -> float:
         """``F(z) = Q - q^L - [z < 1] q^S``: memory left for KV caches (P2, (22))."""
-        slm = self.slm_weight_bytes if z < 1.0 else 0.0
-        return self.server.memory_bytes - self.llm_weight_bytes - slm
+        return self.server.memory_bytes - self.llm_weight_bytes - self.slm_weights_at(z)
 
 
 def _ro(arr: NDArray[Any]) -> NDArray[Any]:

@@ -14,11 +14,58 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from balance_opt.instance import FloatArray, Instance, LanguageModel
+
+# --- modes and the tolerance (sections 2 and 6) ---------------------------------------
+
+# A user's mode in a schedule; the solution file names them (MODE_NAMES by code).
+NONE, AD, SD = 0, 1, 2
+MODE_NAMES = ("none", "ad", "sd")
+MODE_CODES = {name: code for code, name in enumerate(MODE_NAMES)}
+
+# Relative tolerance of every feasibility comparison: t <= T (1 + REL_TOL), memory <= Q (1 + REL_TOL).
+REL_TOL = 1e-9
+# Bounds (ranks, box bounds) compare against limits loosened by twice the tolerance, so
+# that no order of float sums can make a bound exclude a set the evaluator accepts.
+BOUND_TOL = 2.0 * REL_TOL
+
+Limit = TypeVar("Limit", float, FloatArray)
+
+
+def has_compute(mode: int, z: float) -> bool:
+    """D7: AD gets the share ``z`` of the compute and SD ``1 - z``; a mode without any serves nobody."""
+    return z > 0.0 if mode == AD else z < 1.0
+
+
+def tolerated(limit: Limit) -> Limit:
+    """``limit (1 + REL_TOL)``: the largest value the evaluator accepts (section 6)."""
+    return limit * (1.0 + REL_TOL)
+
+
+@overload
+def within(value: float, limit: float) -> bool: ...
+@overload
+def within(value: FloatArray, limit: FloatArray | float) -> NDArray[np.bool_]: ...
+def within(value: Any, limit: Any) -> Any:  # typed by the overloads above
+    """``value <= limit (1 + REL_TOL)``, elementwise for arrays (section 6)."""
+    return value <= tolerated(limit)
+
+
+def loosened(limit: Limit) -> Limit:
+    """``limit (1 + BOUND_TOL)``: a limit as the bounds see it."""
+    return limit * (1.0 + BOUND_TOL)
+
+
+def memory_split(inst: Instance, z: float, lam: float) -> tuple[float, float]:
+    """``(Q1, Q2) = (lambda F(z), (1 - lambda) F(z))`` of P2 (22)."""
+    free = inst.free_memory(z)
+    return lam * free, (1.0 - lam) * free
+
 
 # --- workloads (section 3) ---------------------------------------------------------
 
@@ -118,12 +165,15 @@ def sd_prefix(L3: ArrayLike, L4: ArrayLike, n: ArrayLike) -> NDArray[np.float64]
     return np.where(n_arr <= 1, l3, l3 + (n_arr - 2) * (l4 + 1) + l4)
 
 
-def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tuple[FloatArray, FloatArray]:
+def sd_iteration_flops(
+    inst: Instance, L3: ArrayLike, L4: ArrayLike, n_max: int
+) -> tuple[FloatArray, FloatArray]:
     """Per-user SLM and LLM FLOPs of iterations ``n = 1..n_max`` (11), (12), (18).
 
-    Returns ``(slm, llm)``, each of length ``n_max``: drafting steps ``l = 1..LD-1`` in
-    iteration 1 and ``l = 1..LD`` afterwards; verification of ``LD`` tokens in
-    iteration 1 and ``LD + 1`` afterwards, all after the prefix ``P_n``.
+    Returns ``(slm, llm)``, each with a last axis of length ``n_max``: drafting steps
+    ``l = 1..LD-1`` in iteration 1 and ``l = 1..LD`` afterwards; verification of ``LD``
+    tokens in iteration 1 and ``LD + 1`` afterwards, all after the prefix ``P_n``.
+    ``L3`` and ``L4`` broadcast against the iterations (a column of them gives a table).
     """
     ld = inst.server.draft_length
     n = np.arange(1, n_max + 1, dtype=np.float64)
@@ -135,31 +185,52 @@ def sd_iteration_flops(inst: Instance, L3: float, L4: float, n_max: int) -> tupl
     return slm, llm
 
 
-def sd_iteration_seconds_per_user(inst: Instance, L3: float, L4: float, n_max: int, w: float) -> FloatArray:
+def sd_iteration_seconds_per_user(
+    inst: Instance, L3: ArrayLike, L4: ArrayLike, n_max: int, w: float
+) -> FloatArray:
     """Compute seconds each active user adds to iterations ``1..n_max`` (before beta)."""
     slm, llm = sd_iteration_flops(inst, L3, L4, n_max)
     return (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
 
 
+def sd_prefill_seconds(inst: Instance, L3: ArrayLike, w: float) -> FloatArray:
+    """Compute seconds each SD user adds to the two prefills (7), (8), elementwise in ``L3``."""
+    return (
+        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3)
+        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3)
+    ) / w
+
+
 def sd_prefill_seconds_per_user(inst: Instance, L3: float, w: float) -> float:
-    """Compute seconds each SD user adds to the two prefills (7), (8)."""
-    return float(
-        (
-            inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3)
-            + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3)
-        )
-        / w
-    )
+    """:func:`sd_prefill_seconds` at one ``L3``."""
+    return float(sd_prefill_seconds(inst, L3, w))
+
+
+def sd_user_cost_table(
+    inst: Instance, L3s: FloatArray, L4s: FloatArray, n_users: ArrayLike, z: float
+) -> FloatArray:
+    """Algorithm 2's latency contribution (30): one row per pair ``(L3s[i], L4s[i])``, one column per user.
+
+    Algorithm 2's fast search calls it with many rows at once; :func:`sd_user_costs` is the
+    same formula at one pair, so both give the same bits.
+    """
+    return _sd_costs(inst, L3s[:, None], L4s[:, None], n_users, z)
 
 
 def sd_user_costs(inst: Instance, L3: float, L4: float, n_users: ArrayLike, z: float) -> NDArray[np.float64]:
-    """Algorithm 2's latency contribution (30) of users with ``N_k = n_users``."""
+    """Algorithm 2's latency contribution (30) of users with ``N_k = n_users`` at one ``(L3, L4)``."""
+    return _sd_costs(inst, L3, L4, n_users, z)
+
+
+def _sd_costs(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike, z: float) -> FloatArray:
+    """(30) for ``L3``, ``L4`` scalars or columns: the prefill share plus the sequential cumulative
+    sum of the per-iteration seconds up to each user's ``N_k`` (along the last axis)."""
     n_arr = np.asarray(n_users, dtype=np.int64)
     w = 1.0 - z
     n_max = int(n_arr.max()) if n_arr.size else 0
     per_iter = sd_iteration_seconds_per_user(inst, L3, L4, n_max, w)
-    cum = np.concatenate(([0.0], np.cumsum(per_iter)))
-    return sd_prefill_seconds_per_user(inst, L3, w) + cum[n_arr]
+    cum = np.concatenate((np.zeros((*per_iter.shape[:-1], 1)), np.cumsum(per_iter, axis=-1)), axis=-1)
+    return np.asarray(sd_prefill_seconds(inst, L3, w) + cum[..., n_arr])
 
 
 def sd_user_memory(inst: Instance, L3: ArrayLike, L4: ArrayLike, n_users: ArrayLike) -> NDArray[np.float64]:
@@ -215,16 +286,11 @@ def sd_alone(inst: Instance, z: float) -> tuple[FloatArray, FloatArray]:
     l3 = inst.input_tokens.astype(np.float64)[:, None]
     l4 = inst.accepted_drafts.astype(np.float64)[:, None]
     nk = inst.sd_iterations.astype(np.int64)
-    n = np.arange(1, int(nk.max()) + 1, dtype=np.float64)[None, :]
-    P = sd_prefix(l3, l4, n)
-    slm = decode_flops_sum(inst.slm, P, np.where(n == 1, ld - 1, ld))
-    llm = verify_flops(inst.llm, P, np.where(n == 1, ld, ld + 1))
-    per_iter = (inst.slm.alpha_s_per_flop * slm + inst.llm.alpha_s_per_flop * llm) / w
+    n_max = int(nk.max())
+    per_iter = sd_iteration_seconds_per_user(inst, l3, l4, n_max, w)
+    n = np.arange(1, n_max + 1)[None, :]
     iterations = np.where(n <= nk[:, None], per_iter, 0.0).sum(axis=1)
-    prefill = (
-        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, l3[:, 0])
-        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, l3[:, 0])
-    ) / w
+    prefill = sd_prefill_seconds(inst, l3[:, 0], w)
     fixed = (nk + 1) * inst.llm.beta_s + nk * ld * inst.slm.beta_s
     latency = inst.upload_s + prefill + iterations + fixed
     return latency, sd_user_memory(inst, l3[:, 0], l4[:, 0], nk)

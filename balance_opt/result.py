@@ -1,4 +1,5 @@
-"""What a solver hands back (:class:`SolverOutput`) and the checked result made of it (:class:`Result`).
+"""What a solver hands back (:class:`SolverOutput`, stopping for one of ``SOLVER_TERMINATIONS``)
+and the checked result made of it (:class:`Result`).
 
 Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
 proved; :func:`make_result` runs the evaluator on the schedule (the verdict), has

@@ -26,10 +26,10 @@ from balance_opt.claims import Claims, contradiction
 from balance_opt.files import FORMAT_VERSION, Checker, check_header, parse_json, read_bytes
 from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
 from balance_opt.instance import show_value as _show
+from balance_opt.model import MODE_CODES
 from balance_opt.status import Status, Termination
 
 SOLUTION_SCHEMA = "balance-opt/solution"
-MODES = ("ad", "sd", "none")  # an assignment's values
 
 _COUNT0 = Rule(">= 0", lambda x: x >= 0, integer=True)  # served, bound
 
@@ -85,7 +85,7 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
         c.value(doc, "lambda", "", Rule("in [0, 1] or null", UNIT.ok))
     assignment = c.obj(doc, "assignment", "")
     for uid, mode in assignment.items():
-        if mode not in MODES:
+        if mode not in MODE_CODES:
             raise c.fail(f"assignment.{uid}", f'must be "ad", "sd" or "none", got {_show(mode)}')
     if inst is not None:
         missing = [u for u in inst.user_ids if u not in assignment]

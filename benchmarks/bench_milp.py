@@ -1,4 +1,4 @@
-"""Benchmark of the exact solvers: time to a proved optimum, or the gap at the limit.
+"""Benchmark of the proving solvers: time to a proved optimum, or the gap at the limit.
 
 One job at a time. For each preset, size and backend, prints the median runtime over the
 seeds, how many seeds were proved optimal, and the median and largest gap (bound minus

@@ -1,21 +1,23 @@
 """Test-double solvers for the batch machinery's failure paths.
 
-Registered per test (``monkeypatch.setitem(balance_opt.solvers._REGISTRY, ...)``); the
+Registered per test (:func:`registered`, or :func:`register_all` in a child process); the
 registry entry travels with each task, so worker processes resolve them too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping
+from typing import ClassVar
 
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
+from balance_opt.solvers import register, unregister
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Termination
 
 DOUBLES = {
@@ -30,11 +32,30 @@ DOUBLES = {
 }
 
 
+def register_all() -> None:
+    """Register every double in this process (a child process's command line does this)."""
+    for name, target in DOUBLES.items():
+        register(name, target)
+
+
+@contextlib.contextmanager
+def registered(*names: str) -> Iterator[None]:
+    """The named doubles (all when none are named) registered for the ``with`` block."""
+    chosen = names or tuple(DOUBLES)
+    for name in chosen:
+        register(name, DOUBLES[name])
+    try:
+        yield
+    finally:
+        for name in chosen:
+            unregister(name)
+
+
 class EmptySolver(Solver):
     """Serves nobody after ``sleep_s`` seconds (a feasible, deterministic answer)."""
 
     name = "test-empty"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 0.0}
+    option_specs: ClassVar[Mapping[str, Option]] = {"sleep_s": Option(0.0)}
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
@@ -77,7 +98,7 @@ class SleepingSolver(EmptySolver):
     """Ignores its time limit: sleeps ``sleep_s`` (default one minute)."""
 
     name = "test-sleep"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 60.0}
+    option_specs: ClassVar[Mapping[str, Option]] = {"sleep_s": Option(60.0)}
 
 
 class ChattySolver(EmptySolver):
@@ -109,7 +130,7 @@ class PidSleepingSolver(EmptySolver):
     """Writes its process id to ``pid_file``, then sleeps ``sleep_s`` ignoring its time limit."""
 
     name = "test-pid-sleep"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"sleep_s": 60.0, "pid_file": ""}
+    option_specs: ClassVar[Mapping[str, Option]] = {"sleep_s": Option(60.0), "pid_file": Option("")}
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None

@@ -1,4 +1,4 @@
-"""The combinatorial bounds of the exact search (balance_opt.solvers.milp.bounds).
+"""The combinatorial bounds of the proving solvers (balance_opt.solvers.common.bounds).
 
 A rank is claimed to be the exact optimum of one mode over a user set (Propositions 4
 and 5 applied to a subset), and the deadline-pair bound an upper bound of every P1
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
-from balance_opt.solvers.milp.bounds import (
+from balance_opt.solvers.common.bounds import (
     AD_MODE,
     SD_MODE,
     Ranks,
@@ -27,7 +27,7 @@ from balance_opt.solvers.milp.bounds import (
     memory_split_bound,
     shared_memory_bound,
 )
-from balance_opt.solvers.milp.formulation import eligible_users
+from balance_opt.solvers.common.eligibility import eligible_users
 from tests.strategies import small_instances
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

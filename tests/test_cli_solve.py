@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def cli(*args: str, doubles: bool = False) -> subprocess.CompletedProcess[str]:
     """Run the real command line in a fresh process (stdout is what a user would see)."""
-    setup = "from tests.doubles import DOUBLES; solvers._REGISTRY.update(DOUBLES); " if doubles else ""
-    code = f"import sys; from balance_opt import solvers, cli; {setup}sys.exit(cli.main({list(args)!r}))"
+    setup = "from tests.doubles import register_all; register_all(); " if doubles else ""
+    code = f"import sys; from balance_opt import cli; {setup}sys.exit(cli.main({list(args)!r}))"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
     )

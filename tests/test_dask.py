@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 
-from balance_opt import solvers
 from balance_opt.batch.configs import make_config
 from balance_opt.batch.runner import run_batch
-from tests.doubles import DOUBLES
+from tests.doubles import registered
 from tests.test_runner import _alive, _descendants, make_instances, table
 
 distributed = pytest.importorskip("distributed")
@@ -41,9 +40,9 @@ DASK = str(Path(sys.executable).with_name("dask"))
 
 
 @pytest.fixture(autouse=True)
-def doubles(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, target in DOUBLES.items():
-        monkeypatch.setitem(solvers._REGISTRY, name, target)
+def doubles() -> Iterator[None]:
+    with registered():
+        yield
 
 
 @dataclass
@@ -178,8 +177,8 @@ def _solve_cmd(inst: Path, run: Path, address: str, *extra: str) -> list[str]:
     args = ["solve", str(inst), "--config", str(run.parent / "slow.toml"), "--executor", "dask"]
     args += ["--scheduler", address, "--out", str(run), *extra]
     code = (
-        "import sys; from balance_opt import solvers, cli; from tests.doubles import DOUBLES; "
-        f"solvers._REGISTRY.update(DOUBLES); sys.exit(cli.main({args!r}))"
+        "import sys; from balance_opt import cli; from tests.doubles import register_all; "
+        f"register_all(); sys.exit(cli.main({args!r}))"
     )
     (run.parent / "slow.toml").write_text('solver = "test-empty"\n[options]\nsleep_s = 0.5\n')
     return [sys.executable, "-c", code]

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
+from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
 from balance_opt.solvers.exact.boxes import ZData
 from balance_opt.solvers.exact.memory import least_ad, least_sd, z_bounds
-from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
 from tests.strategies import small_instances
 from tests.test_exact import _box_of
 from tests.test_milp import cases

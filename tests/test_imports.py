@@ -144,3 +144,54 @@ def test_layers_import_only_downward() -> None:
     graph = import_graph()
     upward = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets if layer(t) > layer(m))
     assert upward == []
+
+
+# Inside the solvers layer: what each solver family may import besides itself (dotted
+# prefixes under balance_opt.solvers). The heuristics are the bottom; common/ holds what
+# two proving families share (bounds, eligibility, warm start, HiGHS output) and reaches
+# the heuristics for Algorithms 1 and 2; no proving family imports another or the
+# heuristics directly. The registry (balance_opt.solvers itself) names every family.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "heuristic": ("base",),
+    "common": ("heuristic",),
+    "exhaustive": ("base", "common"),
+    "milp": ("base", "common"),
+    "exact": ("base", "common"),
+}
+
+
+def _family(module: str) -> str | None:
+    rel = module.removeprefix("balance_opt.solvers.")
+    return rel.split(".")[0] if module.startswith("balance_opt.solvers.") else None
+
+
+def family_violations(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> target`` for every import between solver families that FAMILIES does not allow."""
+    out = []
+    for module, targets in graph.items():
+        own = _family(module)
+        if own is None or own == "base":
+            continue
+        if own not in FAMILIES:
+            pytest.fail(f"solver family {own} ({module}) is not in FAMILIES: add it with what it may import")
+        for target in targets:
+            other = _family(target)
+            if other is not None and other != own and other not in FAMILIES[own]:
+                out.append(f"{module} -> {target}")
+    return sorted(out)
+
+
+def test_solver_families_import_only_what_they_share() -> None:
+    assert family_violations(import_graph()) == []
+
+
+def test_family_violations_are_found() -> None:
+    graph = {
+        "balance_opt.solvers.exact.search": {"balance_opt.solvers.milp.bounds", "balance_opt.solvers.common"},
+        "balance_opt.solvers.milp.bounds": {"balance_opt.solvers.heuristic.fast", "balance_opt.model"},
+        "balance_opt.solvers.common.bounds": {"balance_opt.solvers.heuristic.fast"},
+    }
+    assert family_violations(graph) == [
+        "balance_opt.solvers.exact.search -> balance_opt.solvers.milp.bounds",
+        "balance_opt.solvers.milp.bounds -> balance_opt.solvers.heuristic.fast",
+    ]

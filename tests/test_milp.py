@@ -1,4 +1,4 @@
-"""The exact MILP (milp-highs, milp-cpsat) against the evaluator and plain enumeration.
+"""The MILP solvers (milp-highs, milp-cpsat) against the evaluator and plain enumeration.
 
 Differential twins: every row of the formulation against the evaluator on random
 schedules (a schedule is representable iff it is P1-feasible), both integer roundings of
@@ -39,6 +39,8 @@ pytest.importorskip("ortools")
 
 # the MILP backends of the registry (the tests below use their shared options)
 MILP_BACKENDS = [n for n in solver_names(exact_for="P1") if issubclass(solver_class(n), MilpSolver)]
+# the sweep run directly, without a solver: no warm start, and options of its own
+SWEEP = SweepOptions(warm_start=False, mode_bounds="retry", plan="gap-first", selectors="auto")
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -443,7 +445,7 @@ def test_stopped_solve_below_the_cutoff_keeps_the_bound() -> None:
 
     from balance_opt.solvers.milp.z_sweep import search
 
-    out = search(inst, stopped, time_limit=5.0, hint=None, options=SweepOptions(warm_start=False))
+    out = search(inst, stopped, time_limit=5.0, hint=None, options=SWEEP)
     assert out.termination == Termination.TIME_LIMIT
     assert out.bound is not None
     assert out.bound >= get_solver("exhaustive").solve(inst).served
@@ -464,7 +466,7 @@ def test_a_proof_below_the_incumbent_is_ignored_loudly() -> None:
     from balance_opt.solvers.milp.z_sweep import search
 
     with pytest.warns(RuntimeWarning, match="the proof is ignored"):
-        out = search(inst, wrong, time_limit=None, hint=hint, options=SweepOptions(warm_start=False))
+        out = search(inst, wrong, time_limit=None, hint=hint, options=SWEEP)
     z = f"{hint.z:g}"
     assert out.stats["z_models"][z]["wrong_proof"] == best.served - 2
     assert evaluate(inst, out.schedule).served == best.served - 1

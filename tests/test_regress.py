@@ -4,16 +4,16 @@ an infeasible schedule are each reported."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from balance_opt import solvers
 from balance_opt.batch import regress
 from balance_opt.cli import main
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
-from tests.doubles import DOUBLES
+from tests.doubles import registered
 
 HEURISTICS = ("ad-only", "sd-only", "balance")
 
@@ -73,10 +73,14 @@ def test_worse_heuristic_is_reported(ci_set: Path, tmp_path: Path) -> None:
     assert "fewer than the reference" in problems[0]
 
 
-def test_infeasible_schedule_and_changed_file_are_reported(
-    ci_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(solvers._REGISTRY, "test-infeasible", DOUBLES["test-infeasible"])
+@pytest.fixture
+def infeasible_double() -> Iterator[None]:
+    with registered("test-infeasible"):
+        yield
+
+
+@pytest.mark.usefixtures("infeasible_double")
+def test_infeasible_schedule_and_changed_file_are_reported(ci_set: Path, tmp_path: Path) -> None:
     folder = tampered(ci_set, tmp_path, "optimum", 0)
     path = folder / "fig5-K5-s0002.json"
     path.write_text(path.read_text().replace('"deadline_s": ', '"deadline_s": 1', 1))

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -21,15 +22,15 @@ from balance_opt.batch.table import read_results
 from balance_opt.errors import InputError
 from balance_opt.generator import generate
 from balance_opt.io import read_solution, write_instance
-from tests.doubles import DOUBLES
+from tests.doubles import registered
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def doubles(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, target in DOUBLES.items():
-        monkeypatch.setitem(solvers._REGISTRY, name, target)
+def doubles() -> Iterator[None]:
+    with registered():
+        yield
 
 
 def make_instances(folder: Path, count: int, users: int = 4) -> Path:
@@ -190,8 +191,8 @@ def test_interrupted_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: p
 
 def _batch_script(inst: Path, run: Path, sleep_s: float) -> list[str]:
     code = (
-        "import sys; from balance_opt import solvers, cli; from tests.doubles import DOUBLES; "
-        "solvers._REGISTRY.update(DOUBLES); "
+        "import sys; from balance_opt import cli; from tests.doubles import register_all; "
+        "register_all(); "
         f"sys.exit(cli.main(['solve', {str(inst)!r}, '--config', {str(run.parent / 'slow.toml')!r}, "
         f"'--out', {str(run)!r}]))"
     )

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from balance_opt.errors import InputError
-from balance_opt.solvers.base import UnknownOption
+from balance_opt.solvers.base import InvalidOption, UnknownOption
 
 if TYPE_CHECKING:
     from balance_opt.solvers.base import Solver
@@ -105,9 +105,9 @@ def make_config(
     cls = _solver_class(solver, source)
     try:
         cls.check_options(opts)
-    except UnknownOption as exc:
+    except (UnknownOption, InvalidOption) as exc:
         raise InputError(source, f"options.{exc.key}", str(exc)) from None
-    if "threads" in cls.option_defaults and "threads" not in opts:
+    if "threads" in cls.option_specs and "threads" not in opts:
         opts["threads"] = 1
     if time_limit_s is not None:
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float):

@@ -109,7 +109,7 @@ def make_instances(sweep: Sweep, seeds: Sequence[int], folder: Path) -> list[Pat
 
 
 def configs_for(exp: Experiment, time_limit_s: float) -> list[SolverConfig]:
-    """The figure's heuristics (no limit) and exact solvers (with a per-solve limit)."""
+    """The figure's heuristics (no limit) and proving solvers (with a per-solve limit)."""
 
     def limit(solver: str) -> float:
         return max(time_limit_s, EXHAUSTIVE_TIME_LIMIT_S) if solver.startswith("exhaustive") else time_limit_s

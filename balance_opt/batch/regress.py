@@ -1,6 +1,6 @@
 """Regression check of a shipped instance set against its reference values.
 
-``instances/ci/reference.csv`` holds, per instance file: its sha256, K, the exact solver
+``instances/ci/reference.csv`` holds, per instance file: its sha256, K, the proving solver
 that proves its optimum and that optimum, and the served count of every heuristic.
 :func:`check` re-solves every instance and lists each problem: an optimum that
 changed (or is no longer proved), a heuristic serving fewer users than recorded (or
@@ -72,7 +72,7 @@ def default_exact(users: int) -> str:
 def _solve_all(
     files: list[Path], exact_of: dict[str, str], heuristics: Sequence[str], jobs: int, time_limit_s: float
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """``{(stem, config): solution}`` for the exact solver of each file and every heuristic."""
+    """``{(stem, config): solution}`` for the proving solver of each file and every heuristic."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
 
     def keep(doc: dict[str, Any]) -> None:

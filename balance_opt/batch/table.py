@@ -39,7 +39,7 @@ def _number(value: Any) -> bool:
 def work_counter(stats: Mapping[str, Any], key: str) -> float | None:
     """A work counter: top-level, or summed over per-part records (``{"z_models": {z: {...}}}``).
 
-    Exact solvers that split P1 into one model per z report nodes per model; the row
+    Proving solvers that split P1 into one model per z report nodes per model; the row
     carries their total.
     """
     if _number(stats.get(key)):

@@ -56,9 +56,9 @@ def make_task(
     config: SolverConfig, data: bytes, source: str, sha256: str, stem: str, key: tuple[int, int] = (0, 0)
 ) -> Task:
     """The task of one pair, with the solver's registry entry of this process."""
-    from balance_opt.solvers import _REGISTRY
+    from balance_opt.solvers import solver_target
 
-    return Task(config, data, source, sha256, stem, _REGISTRY.get(config.solver), key)
+    return Task(config, data, source, sha256, stem, solver_target(config.solver), key)
 
 
 @functools.cache
@@ -122,10 +122,10 @@ def solve_task(task: Task) -> dict[str, Any]:
         return bad_instance_doc(task, str(exc))
     cfg = task.config
     try:
-        from balance_opt.solvers import _REGISTRY, get_solver
+        from balance_opt.solvers import get_solver, register
 
         if task.solver_target:
-            _REGISTRY[cfg.solver] = task.solver_target
+            register(cfg.solver, task.solver_target, replace=True)
         solver = get_solver(cfg.solver, **cfg.options)
         res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
     except SolveRefused as exc:

@@ -60,11 +60,12 @@ def register(sub: Any) -> None:
 def parse_assign(inst: Instance, text: str) -> dict[str, str]:
     """``u0=ad,u1=sd`` -> a full assignment (unnamed users: none)."""
     from balance_opt.errors import UsageError
+    from balance_opt.model import MODE_CODES
 
     out = dict.fromkeys(inst.user_ids, "none")
     for item in filter(None, (t.strip() for t in text.split(","))):
         uid, sep, mode = item.partition("=")
-        if not sep or mode not in ("ad", "sd", "none"):
+        if not sep or mode not in MODE_CODES:
             raise UsageError(f"--assign: expected ID=ad|sd|none, got {item!r}")
         if uid not in out:
             raise UsageError(f"--assign: the instance has no user {uid!r}")

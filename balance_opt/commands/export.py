@@ -43,10 +43,13 @@ def handle(args: argparse.Namespace) -> int:
 
 def export_bytes(inst: Any, z: float, fmt: str) -> bytes:
     """The model of P1 at ``z`` in ``fmt`` (``lp`` or ``mps``), as Pyomo writes it."""
-    from balance_opt.solvers.milp import _require
+    from balance_opt.errors import SolverUnavailable
+    from balance_opt.solvers.base import availability_of
     from balance_opt.solvers.milp.formulation import build
 
-    _require("export", ("pyomo",), "pyomo")
+    pyomo = availability_of("export", ("pyomo",), "pyomo")
+    if not pyomo:
+        raise SolverUnavailable(pyomo.reason)
     from balance_opt.solvers.milp.pyomo_backend import to_pyomo
 
     model = to_pyomo(build(inst, z))

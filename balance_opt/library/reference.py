@@ -124,7 +124,7 @@ def write_reference(folder: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
 
 
 def proving_solvers() -> list[str]:
-    """The tested exact methods of P1 (the registry's, held to enumeration by the tests)."""
+    """The tested exact methods of P1: the registry's proving solvers of P1 (held to enumeration)."""
     return solver_names(exact_for="P1")
 
 

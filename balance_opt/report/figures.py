@@ -56,7 +56,7 @@ LINESTYLES = ("-", "--", "-.", ":")
 def _style(i: int, n: int) -> dict[str, Any]:
     """Series ``i`` of ``n``: earlier series wider and bigger, later ones drawn on top of them.
 
-    Solvers often coincide (an exact solver and exhaustive search, BALANCE and an
+    Solvers often coincide (a proving solver and exhaustive search, BALANCE and an
     ablation); with decreasing widths and marker sizes, distinct markers and dash patterns,
     a series on top of another leaves the one below visible around it.
     """

@@ -1,7 +1,9 @@
 """The solver registry: every solver by name, imported only when asked for.
 
-Heavy backends (Pyomo, HiGHS, OR-Tools) load on first use, so ``balance-opt --help``
-and the heuristic stay fast.
+A solver is one :func:`register` call: its public name and ``"module:Class"``. What it
+proves, its options and what it needs are declared by the class itself
+(:class:`~balance_opt.solvers.base.Solver`). Heavy backends (Pyomo, HiGHS, OR-Tools)
+load on first use, so ``balance-opt --help`` and the heuristic stay fast.
 """
 
 from __future__ import annotations
@@ -12,45 +14,62 @@ from typing import Any, Literal
 from balance_opt.errors import SolverUnavailable
 from balance_opt.solvers.base import Solver
 
-# name -> "module:class"; docs/formats.md fixes the public names.
-_REGISTRY: dict[str, str] = {
-    "balance": "balance_opt.solvers.heuristic.solvers:BalanceSolver",
-    "balance-literal": "balance_opt.solvers.heuristic.solvers:LiteralBalanceSolver",
-    "ad-only": "balance_opt.solvers.heuristic.solvers:AdOnlySolver",
-    "sd-only": "balance_opt.solvers.heuristic.solvers:SdOnlySolver",
-    "ecra": "balance_opt.solvers.heuristic.solvers:EcraSolver",
-    "ema": "balance_opt.solvers.heuristic.solvers:EmaSolver",
-    "ecrma": "balance_opt.solvers.heuristic.solvers:EcrmaSolver",
-    "exhaustive": "balance_opt.solvers.exhaustive:ExhaustiveSolver",
-    "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
-    "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",
-    "milp-cpsat": "balance_opt.solvers.milp:CpSatMilpSolver",
-    "exact": "balance_opt.solvers.exact:ExactSolver",
-}
+# name -> "module:class"
+_REGISTRY: dict[str, str] = {}
 
 
-# The solvers that prove optima, by the problem they solve exactly: P1 (the model's
-# problem) or P2 (P1 with the memory split fixed by lambda). The tests hold every one to
-# enumeration, so registering a backend here is what puts it under test.
-_EXACT: dict[str, Literal["P1", "P2"]] = {
-    "exhaustive": "P1",
-    "exhaustive-p2": "P2",
-    "milp-highs": "P1",
-    "milp-cpsat": "P1",
-    "exact": "P1",
-}
+def register(name: str, target: str, *, replace: bool = False) -> None:
+    """Make the solver class at ``target`` (``"module:Class"``) available as ``name``.
+
+    A name already taken by another target is a ValueError unless ``replace``.
+    """
+    module, sep, attr = target.partition(":")
+    if not (module and sep and attr):
+        raise ValueError(f"solver {name!r}: target must be 'module:Class', got {target!r}")
+    if not replace and _REGISTRY.get(name, target) != target:
+        raise ValueError(f"solver {name!r} is already registered as {_REGISTRY[name]!r}")
+    _REGISTRY[name] = target
+
+
+def unregister(name: str) -> None:
+    """Forget ``name`` (nothing happens when it is not registered)."""
+    _REGISTRY.pop(name, None)
+
+
+def solver_target(name: str) -> str | None:
+    """The ``"module:Class"`` registered as ``name``, if any."""
+    return _REGISTRY.get(name)
+
+
+# docs/formats.md fixes the public names.
+register("balance", "balance_opt.solvers.heuristic.solvers:BalanceSolver")
+register("balance-literal", "balance_opt.solvers.heuristic.solvers:LiteralBalanceSolver")
+register("ad-only", "balance_opt.solvers.heuristic.solvers:AdOnlySolver")
+register("sd-only", "balance_opt.solvers.heuristic.solvers:SdOnlySolver")
+register("ecra", "balance_opt.solvers.heuristic.solvers:EcraSolver")
+register("ema", "balance_opt.solvers.heuristic.solvers:EmaSolver")
+register("ecrma", "balance_opt.solvers.heuristic.solvers:EcrmaSolver")
+register("exhaustive", "balance_opt.solvers.exhaustive:ExhaustiveSolver")
+register("exhaustive-p2", "balance_opt.solvers.exhaustive:ExhaustiveP2Solver")
+register("milp-highs", "balance_opt.solvers.milp:HighsMilpSolver")
+register("milp-cpsat", "balance_opt.solvers.milp:CpSatMilpSolver")
+register("exact", "balance_opt.solvers.exact:ExactSolver")
 
 
 def solver_names(exact_for: Literal["P1", "P2"] | None = None) -> list[str]:
-    """Every registered solver name, or those that prove optima of problem ``exact_for``."""
+    """Every registered solver name, or the proving solvers of problem ``exact_for``.
+
+    The tests hold every proving solver to enumeration, so declaring ``proves`` on a
+    solver class is what puts it under test.
+    """
     if exact_for is None:
         return list(_REGISTRY)
-    return [name for name in _REGISTRY if _EXACT.get(name) == exact_for]
+    return [name for name in _REGISTRY if solver_class(name).proves == exact_for]
 
 
 def heuristic_names() -> list[str]:
     """The registered solvers that prove nothing (their schedules are only feasible)."""
-    return [name for name in _REGISTRY if name not in _EXACT]
+    return [name for name in _REGISTRY if solver_class(name).proves is None]
 
 
 def solver_class(name: str) -> type[Solver]:
@@ -65,11 +84,22 @@ def solver_class(name: str) -> type[Solver]:
 
 
 def get_solver(name: str, **options: Any) -> Solver:
-    """An instance of the named solver with the given options."""
+    """An instance of the named solver with the given options (checked here)."""
     cls = solver_class(name)
-    if not cls.is_available():
-        raise SolverUnavailable(f"solver {name!r} is not available here")
+    available = cls.availability()
+    if not available:
+        raise SolverUnavailable(f"solver {name!r} is not available here: {available.reason}")
     return cls(**options)
 
 
-__all__ = ["Solver", "SolverUnavailable", "get_solver", "heuristic_names", "solver_class", "solver_names"]
+__all__ = [
+    "Solver",
+    "SolverUnavailable",
+    "get_solver",
+    "heuristic_names",
+    "register",
+    "solver_class",
+    "solver_names",
+    "solver_target",
+    "unregister",
+]

@@ -34,12 +34,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import AD, NONE, REL_TOL, SD, Schedule
+from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
-from balance_opt.model import EMPTY_MODE, ModeCost, ad_mode, sd_mode
+from balance_opt.model import (
+    AD,
+    EMPTY_MODE,
+    NONE,
+    REL_TOL,
+    SD,
+    ModeCost,
+    ad_mode,
+    has_compute,
+    memory_split,
+    sd_mode,
+    tolerated,
+)
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
-from balance_opt.solvers.heuristic.primitives import memory_split
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
@@ -60,7 +71,7 @@ def _on_time(inst: Instance, cost: ModeCost, members: NDArray[np.bool_]) -> bool
     if cost.latency_s is None:
         return True
     completion = cost.latency_s + inst.download_s[members]
-    return not bool((completion > inst.deadline_s[members] * (1.0 + REL_TOL)).any())
+    return not bool((completion > tolerated(inst.deadline_s[members])).any())
 
 
 @dataclass
@@ -87,10 +98,10 @@ class _Search:
     def __post_init__(self) -> None:
         inst = self.inst
         self.modes = np.zeros(inst.num_users, dtype=np.int8)
-        self.slm_weights = inst.slm_weight_bytes if self.z < 1.0 else 0.0  # D7, (21d)
-        self.limit = inst.server.memory_bytes * (1.0 + REL_TOL)
-        tolerated = inst.deadline_s * (1.0 + REL_TOL) * (1.0 + _BOUND_MARGIN) - inst.download_s
-        self.latest = tolerated.tolist()
+        self.slm_weights = inst.slm_weights_at(self.z)  # D7, (21d)
+        self.limit = tolerated(inst.server.memory_bytes)
+        late_after = tolerated(inst.deadline_s) * (1.0 + _BOUND_MARGIN) - inst.download_s
+        self.latest = late_after.tolist()
 
     def fits(self, ad: ModeCost, sd: ModeCost) -> bool:
         """Memory (21d), summed in the evaluator's order, and the P2 caps (22c), (22d)."""
@@ -123,8 +134,8 @@ class _Search:
         alone = np.zeros((k_all, 2), dtype=bool)
         self.min_kv = [np.inf] * k_all
         for k in range(k_all):
-            for column, mode, allowed in ((0, AD, self.z > 0.0), (1, SD, self.z < 1.0)):
-                costs = self.try_mode(k, mode, EMPTY_MODE, EMPTY_MODE) if allowed else None
+            for column, mode in ((0, AD), (1, SD)):
+                costs = self.try_mode(k, mode, EMPTY_MODE, EMPTY_MODE) if has_compute(mode, self.z) else None
                 if costs is not None:
                     alone[k, column] = True
                     self.min_kv[k] = min(self.min_kv[k], costs[column].kv_bytes)
@@ -260,7 +271,8 @@ class ExhaustiveSolver(Solver):
     """P1 exactly: every z in Z and every assignment, pruned without losing exactness."""
 
     name = "exhaustive"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"force": False}
+    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    proves = "P1"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
@@ -287,7 +299,8 @@ class ExhaustiveP2Solver(Solver):
     """
 
     name = "exhaustive-p2"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"force": False}
+    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    proves = "P2"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None

@@ -20,15 +20,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt import crmath
-from balance_opt.evaluate import AD, MODE_NAMES, REL_TOL, SD, Schedule, evaluate
+from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
+    AD,
+    MODE_NAMES,
+    SD,
     ad_compute_flops,
     ad_mode,
     ad_user_memory,
     sd_iteration_seconds_per_user,
     sd_prefill_seconds_per_user,
     sd_user_memory,
+    within,
 )
 
 
@@ -125,11 +129,12 @@ def sd_outcome(
     # sd_prefix(L3, 0, n) is L3 itself for n <= 2, so the model's per-iteration seconds
     # and memory evaluated "at L3 = P, L4 = 0" are those of a realized prefix P. Prefixes
     # are whole tokens, so one table over P = L3 .. L3 + max extra serves every trial.
-    fn: Any = sd_iteration_seconds_per_user
     w = 1.0 - z
     if w > 0.0:
         span = np.arange(int(extra.max()) + 1, dtype=np.float64)
-        table = np.asarray(fn(inst, L3 + span[:, None], 0.0, 2, w))  # [P - L3, 0]: iteration 1; [., 1]: later
+        table = sd_iteration_seconds_per_user(
+            inst, L3 + span[:, None], 0.0, 2, w
+        )  # [P - L3, 0]: iteration 1; [., 1]: later
         per_iter = table[np.maximum(extra - 1, 0), 1]  # P_n = L3 + extra - 1 for n >= 2
         per_iter[:, 0] = table[0, 0]  # P_1 = L3
         compute = len(users) * sd_prefill_seconds_per_user(inst, L3, w) + (active * per_iter).sum(axis=1)
@@ -138,8 +143,7 @@ def sd_outcome(
     fixed = (n_max + 1) * inst.llm.beta_s + n_max * ld * inst.slm.beta_s
     t_sd = float(inst.upload_s[users].max()) + compute + fixed  # (2), (19)
     last_prefix = np.where(n_real >= 2, L3 + last_extra - 1, L3)
-    mem: Any = sd_user_memory
-    kv = np.asarray(mem(inst, last_prefix, 0.0, np.minimum(n_real, 2))).sum(axis=1)
+    kv = sd_user_memory(inst, last_prefix, 0.0, np.minimum(n_real, 2)).sum(axis=1)
     return np.asarray(t_sd, dtype=np.float64), np.asarray(kv, dtype=np.float64), n_real
 
 
@@ -171,7 +175,7 @@ def simulate(inst: Instance, schedule: Schedule, trials: int, seed: int, output_
     modes = schedule.modes[users]
     is_ad, is_sd = modes == AD, modes == SD
     completion = np.zeros((trials, len(users)))
-    memory = np.full(trials, inst.llm_weight_bytes + (inst.slm_weight_bytes if schedule.z < 1.0 else 0.0))
+    memory = np.full(trials, inst.weights_at(schedule.z))
     t_sd = np.full(trials, np.nan)
     n_real = np.zeros((trials, 0), dtype=np.int64)
     if is_ad.any():
@@ -186,9 +190,9 @@ def simulate(inst: Instance, schedule: Schedule, trials: int, seed: int, output_
         memory = memory + kv_sd
     # the answer's download time scales with its realized length
     completion += inst.download_s[users] * (lengths / inst.output_tokens[users])
-    met = completion <= inst.deadline_s[users] * (1.0 + REL_TOL)  # (20), (21c)
-    within = (n_real <= inst.sd_iterations[users[is_sd]]).all(axis=1)
-    return Trials(users, np.asarray(lengths), completion, met, memory, t_sd, n_real, within)
+    met = within(completion, inst.deadline_s[users])  # (20), (21c)
+    planned = (n_real <= inst.sd_iterations[users[is_sd]]).all(axis=1)
+    return Trials(users, np.asarray(lengths), completion, met, memory, t_sd, n_real, planned)
 
 
 def summary(
@@ -220,7 +224,7 @@ def summary(
         "goodput_min": int(good.min()),
         "p_all_meet": float((good == len(result.users)).mean()),
         "deadline_miss_rate": float(1.0 - p_meet.mean()) if len(p_meet) else 0.0,
-        "p_memory_overflow": float((result.memory_bytes > inst.server.memory_bytes * (1.0 + REL_TOL)).mean()),
+        "p_memory_overflow": float((~within(result.memory_bytes, inst.server.memory_bytes)).mean()),
         "p_sd_within_plan": float(result.sd_within_plan.mean()) if served_sd.any() else None,
         "t_sd_nominal": ev.t_sd if ev.t_sd is not None and math.isfinite(ev.t_sd) else None,
         "t_sd_mean": float(t_sd.mean()) if t_sd.size and np.isfinite(t_sd).all() else None,

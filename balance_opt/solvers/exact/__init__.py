@@ -10,15 +10,15 @@ is exact.
 
 from __future__ import annotations
 
-import importlib.util
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import TYPE_CHECKING, ClassVar
 
-from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Termination
 
 if TYPE_CHECKING:
@@ -33,21 +33,19 @@ class ExactSolver(Solver):
 
     name = "exact"
     # threads: 2 bounds the two halves of each split at once; the result is the same for any value
-    option_defaults: ClassVar[dict[str, Any]] = {"warm_start": True, "threads": 2}
-
-    @classmethod
-    def is_available(cls) -> bool:
-        return importlib.util.find_spec("highspy") is not None
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        "warm_start": Option(True),
+        "threads": Option(2, minimum=1),
+    }
+    proves = "P1"
+    requires = ("highspy",)
+    install = "highspy"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        if not self.is_available():
-            raise SolverUnavailable("solver 'exact' needs highspy: install it with `pip install highspy`")
         warm = bool(self.options["warm_start"])
         threads = int(self.options["threads"])
-        if threads < 1:
-            raise ValueError(f"solver 'exact': threads must be at least 1, got {threads}")
         return solve_exact(instance, time_limit=time_limit, hint=hint, warm_start=warm, threads=threads)
 
 
@@ -82,7 +80,7 @@ def _search(
     warm: bool,
 ) -> SolverOutput:
     """The incumbent, the first pass over the z grid, then the box search."""
-    from balance_opt.solvers.heuristic.fast import balance_fast
+    from balance_opt.solvers.common.warm_start import balance_fast
 
     grid = inst.server.z_grid
     if hint is not None:
@@ -101,18 +99,14 @@ def _search(
     proved = search.run() and proved
     bound = search.bound()
     served = evaluate(inst, search.inc.schedule).served
-    st = search.stats
+    search.stats.setup_s = round(setup, 4)
+    counters = asdict(search.stats)
+    per_z, trace = counters.pop("per_z"), counters.pop("trace")
     stats = {
-        "boxes": st.boxes,
-        "lps": st.lps,
-        "mips": st.mips,
-        "leaves": st.leaves,
-        "pruned": st.pruned,
-        "rejected": st.rejected,
-        "setup_s": round(setup, 4),
+        **counters,
         "z_searched": [f"{z:g}" for z in search.zdata],
-        "per_z": st.per_z,
-        "trace": [list(t) for t in st.trace],  # (seconds, served, bound) whenever either changes
+        "per_z": per_z,
+        "trace": [list(t) for t in trace],  # (seconds, served, bound) whenever either changes
     }
     ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == served else ended

@@ -30,14 +30,19 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
+from balance_opt.model import (
+    BOUND_TOL,
+    ad_user_costs,
+    ad_user_memory,
+    sd_user_costs,
+    sd_user_memory,
+    tolerated,
+)
+from balance_opt.solvers.common.eligibility import eligible_users
 from balance_opt.solvers.exact.highs_lp import Program
-from balance_opt.solvers.milp.formulation import eligible_users
 
 IntArray = NDArray[np.int64]
-BOUND_SLACK = 2.0 * REL_TOL  # bounds use limits loosened by twice the evaluator's tolerance
 DIMS = ("DA", "L1", "DS", "L3", "L4")
 Box = tuple[tuple[int, int], ...]  # (lo, hi) value indices, one pair per name in DIMS
 
@@ -60,11 +65,11 @@ class ZData:
         ad, sd = eligible_users(inst, z)
         self.ad = np.asarray(ad, dtype=np.int64)
         self.sd = np.asarray(sd, dtype=np.int64)
-        self.limit = inst.deadline_s * (1.0 + REL_TOL) - inst.download_s  # r_k (20), (21c)
-        self.loose = self.limit + BOUND_SLACK * inst.deadline_s
+        self.limit = tolerated(inst.deadline_s) - inst.download_s  # r_k (20), (21c)
+        self.loose = self.limit + BOUND_TOL * inst.deadline_s
         weights = inst.server.memory_bytes - inst.free_memory(z)
-        self.memory = inst.server.memory_bytes * (1.0 + REL_TOL) - weights  # (21d)
-        self.memory_loose = self.memory + BOUND_SLACK * inst.server.memory_bytes
+        self.memory = tolerated(inst.server.memory_bytes) - weights  # (21d)
+        self.memory_loose = self.memory + BOUND_TOL * inst.server.memory_bytes
         li, la = inst.input_tokens.astype(np.float64), inst.accepted_drafts
         self.values = {
             "DA": np.unique(self.limit[self.ad]),

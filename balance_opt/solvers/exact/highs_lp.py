@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.solvers.milp.pyomo_backend import quiet_stdout
+from balance_opt.solvers.common.output import quiet_stdout
 
 FloatArray = NDArray[np.float64]
 

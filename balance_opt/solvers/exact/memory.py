@@ -30,8 +30,8 @@ from numpy.typing import NDArray
 
 from balance_opt.instance import FloatArray
 from balance_opt.model import sd_user_memory
+from balance_opt.solvers.common.bounds import most_together
 from balance_opt.solvers.exact.boxes import Box, ZData
-from balance_opt.solvers.milp.bounds import most_together
 
 
 def _prefix_least(

@@ -1,7 +1,7 @@
 """Best-first branch and bound over threshold boxes, all z at once (docs/exact.md).
 
 Every schedule either serves one mode only, and then the exact single-mode optimum at
-its z (Propositions 4 and 5, :mod:`balance_opt.solvers.milp.bounds`) bounds it, or has
+its z (Propositions 4 and 5, :mod:`balance_opt.solvers.common.bounds`) bounds it, or has
 both modes non-empty and lies in exactly one leaf of the box tree of its z
 (:mod:`.boxes`). A box is bounded by its relaxed LP; the box with the largest bound is
 split on its widest threshold until the deadlines and paddings (``DA``, ``L1``, ``DS``,
@@ -25,12 +25,12 @@ import numpy as np
 
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
+from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
+from balance_opt.solvers.common.warm_start import balance_fast
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, Side, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
 from balance_opt.solvers.exact.memory import z_bounds
 from balance_opt.solvers.exact.warm_lp import WarmLp
-from balance_opt.solvers.heuristic.fast import balance_fast
-from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
 
 SPLIT_WEIGHTS = (1, 2, 1, 2)  # DA, L1, DS, L3: the padding ranges count double when splitting
 LEAF_DIMS = 4  # DA, L1, DS, L3 single: a leaf; L4 is split only when a leaf stays open

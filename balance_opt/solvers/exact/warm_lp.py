@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from balance_opt.solvers.common.output import quiet_stdout
 from balance_opt.solvers.exact.boxes import Box, IntArray, ModeCaps, Terms, ZData
 from balance_opt.solvers.exact.highs_lp import Program
-from balance_opt.solvers.milp.pyomo_backend import quiet_stdout
 
 GB = 1e-9  # memory row in GB
 

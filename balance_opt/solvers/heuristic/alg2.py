@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from balance_opt.instance import Instance
-from balance_opt.model import prefill_flops, sd_iteration_seconds_per_user, sd_user_costs, sd_user_memory
+from balance_opt.model import sd_prefill_seconds, sd_user_cost_table, sd_user_costs, sd_user_memory
 from balance_opt.solvers.heuristic.blocks import (
     Block,
     BoolArray,
@@ -43,21 +43,8 @@ START_NODES = 40  # about as many starting nodes: runs of whole L3 rows (fewer r
 
 
 def sd_costs(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: float) -> FloatArray:
-    """``sd_user_costs`` (30) for one ``(L3, L4)`` per row, bit for bit (the test suite checks).
-
-    The same expression as :func:`balance_opt.model.sd_user_costs`: per-iteration seconds
-    from the shared (elementwise) function, a sequential cumulative sum along each row,
-    plus the prefill share of :func:`balance_opt.model.sd_prefill_seconds_per_user`.
-    """
-    w = 1.0 - z
-    fn: Any = sd_iteration_seconds_per_user
-    per_iter = np.asarray(fn(inst, L3s[:, None], L4s[:, None], int(n.max()), w))
-    cum = np.concatenate((np.zeros((L3s.size, 1)), np.cumsum(per_iter, axis=1)), axis=1)
-    pre = (
-        inst.llm.alpha_s_per_flop * prefill_flops(inst.llm, L3s)
-        + inst.slm.alpha_s_per_flop * prefill_flops(inst.slm, L3s)
-    ) / w
-    return np.asarray(pre[:, None] + cum[:, n])
+    """``sd_user_costs`` (30) for one ``(L3, L4)`` per row: the model's own table (the same bits)."""
+    return sd_user_cost_table(inst, L3s, L4s, n, z)
 
 
 def sd_costs_closed(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArray, z: float) -> FloatArray:
@@ -80,7 +67,7 @@ def sd_costs_closed(inst: Instance, L3s: FloatArray, L4s: FloatArray, n: IntArra
 
     (a1, b1), (a2, b2) = affine(ld - 1, ld), affine(ld, ld + 1)
     L3, L4, N = L3s[:, None], L4s[:, None], n[None, :].astype(np.float64)
-    pre = (llm.alpha_s_per_flop * prefill_flops(llm, L3) + slm.alpha_s_per_flop * prefill_flops(slm, L3)) / w
+    pre = sd_prefill_seconds(inst, L3, w)
     return np.asarray(
         pre + a1 + b1 * L3 + (N - 1) * (a2 + b2 * (L3 + L4)) + (N - 2) * (N - 1) / 2 * b2 * (L4 + 1)
     )

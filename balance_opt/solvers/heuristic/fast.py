@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from balance_opt.instance import Instance
+from balance_opt.model import AD, has_compute
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple
 from balance_opt.solvers.heuristic.alg2 import SdContext, SdSearch
 from balance_opt.solvers.heuristic.blocks import Counters, FloatArray, IntArray
@@ -89,7 +90,7 @@ class _Pairs:
 
     def ad_users(self, z: float, lam: float) -> tuple[int, ...]:
         """Algorithm 1's users at ``(z, lam)``: all lambda of ``z`` at once, from the answers known."""
-        if self.ad is None or z == 0.0 or lam == 0.0:
+        if self.ad is None or not has_compute(AD, z) or lam == 0.0:  # D7, or no memory
             return ()
         if z not in self.found:
             # the answers at the nearest z done on either side start the searches (d* is monotone in z)
@@ -117,7 +118,7 @@ def balance_fast(
     """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast.
 
     With ``until`` (a ``time.perf_counter()`` value) the work stops when it passes: the best
-    schedule found by then (an exact solver's warm start), not necessarily the literal one.
+    schedule found by then (a proving solver's warm start), not necessarily the literal one.
     """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)

@@ -23,6 +23,7 @@ from typing import Any
 
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
+from balance_opt.model import memory_split as memory_split  # P2's split (22), the model's
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,6 @@ def check_grid(name: str, grid: Sequence[float]) -> None:
     """A grid Algorithm 3 can walk: non-empty and strictly increasing."""
     if not grid or any(b <= a for a, b in pairwise(grid)):
         raise ValueError(f"{name} must be a non-empty, strictly increasing sequence, got {list(grid)}")
-
-
-def memory_split(inst: Instance, z: float, lam: float) -> tuple[float, float]:
-    """``(Q1, Q2) = (lambda F(z), (1 - lambda) F(z))`` of P2 (22)."""
-    free = inst.free_memory(z)
-    return lam * free, (1.0 - lam) * free
 
 
 def ad_time_budget(inst: Instance, t1: float, tau1: float, L2: float) -> float:

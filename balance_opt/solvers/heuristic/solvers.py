@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, cast
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
+from balance_opt.solvers.base import Option, Solver
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.literal import balance_literal
 from balance_opt.status import Termination
@@ -30,21 +30,15 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = ("fast", "literal")
 class _Algorithm3Solver(Solver):
     """Algorithm 3 on the grids chosen by :meth:`grids`, by the implementation chosen once."""
 
-    option_defaults: ClassVar[Mapping[str, Any]] = {"implementation": "fast"}
+    option_specs: ClassVar[Mapping[str, Option]] = {"implementation": Option("fast", IMPLEMENTATIONS)}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.implementation = self._implementation()
 
     def _implementation(self) -> Implementation:
-        """The ``implementation`` option, checked."""
-        impl = self.options["implementation"]
-        if impl not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"solver {self.name!r}: implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
-                f"got {impl!r}"
-            )
-        return cast(Implementation, impl)
+        """The ``implementation`` option (its value checked when the solver was made)."""
+        return cast(Implementation, self.options["implementation"])
 
     def grids(self, inst: Instance) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The (Z, Lambda) that Algorithm 3 searches."""
@@ -83,7 +77,7 @@ class LiteralBalanceSolver(_Algorithm3Solver):
     """BALANCE by the literal reference implementation (for cross-checks and timing)."""
 
     name = "balance-literal"
-    option_defaults: ClassVar[Mapping[str, Any]] = {}  # the implementation is not an option here
+    option_specs: ClassVar[Mapping[str, Option]] = {}  # the implementation is not an option here
 
     def _implementation(self) -> Implementation:
         return "literal"

@@ -7,53 +7,40 @@ bounds and the evaluator check); only the translation to the backend differs.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Solver
-from balance_opt.solvers.heuristic.solvers import BalanceSolver
-from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
+from balance_opt.solvers.base import Option, Solver
+from balance_opt.solvers.common.warm_start import balance_schedule
+from balance_opt.solvers.milp.options import INDICATORS, MODE_BOUNDS, PLANS, SELECTORS, SweepOptions
 
 
-@cache
-def _missing(*modules: str) -> tuple[str, ...]:
-    """The modules that cannot be imported here (probed once)."""
-    return tuple(m for m in modules if importlib.util.find_spec(m) is None)
-
-
-def _require(solver: str, modules: tuple[str, ...], pip: str) -> None:
-    missing = _missing(*modules)
-    if missing:
-        raise SolverUnavailable(
-            f"solver {solver!r} needs {', '.join(missing)}: install it with `pip install {pip}`"
-        )
-
-
-def _balance(inst: Instance) -> Schedule | None:
-    """The warm start: the ``balance`` heuristic's schedule if the evaluator accepts it."""
-    res = BalanceSolver().solve(inst)
-    return res.schedule if res.feasible else None
+def sweep_options(
+    threads: int, mode_bounds: str, plan: str, selectors: str, **backend: Option
+) -> dict[str, Option]:
+    """The options every MILP backend has, with that backend's defaults (:class:`SweepOptions`),
+    and the backend's own (after ``warm_start``, the order the results record them in)."""
+    return {
+        "threads": Option(threads),
+        "warm_start": Option(True),
+        **backend,
+        "mode_bounds": Option(mode_bounds, MODE_BOUNDS),
+        "plan": Option(plan, PLANS),
+        "selectors": Option(selectors, SELECTORS),
+    }
 
 
 class MilpSolver(Solver):
     """The shared z search over one backend; subclasses name the backend and its modules."""
 
-    _modules: ClassVar[tuple[str, ...]]
-    _pip: ClassVar[str]
+    proves = "P1"
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.sweep = SweepOptions.from_options(self.options)
-
-    @classmethod
-    def is_available(cls) -> bool:
-        return not _missing(*cls._modules)
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         """``backend(formulation, time_limit, start, strict) -> BackendResult``."""
@@ -62,7 +49,6 @@ class MilpSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        _require(self.name, self._modules, self._pip)
         from balance_opt.solvers.milp.z_sweep import search
 
         return search(
@@ -71,7 +57,7 @@ class MilpSolver(Solver):
             time_limit=time_limit,
             hint=hint,
             options=self.sweep,
-            heuristic=_balance,
+            heuristic=balance_schedule,
         )
 
 
@@ -79,15 +65,9 @@ class HighsMilpSolver(MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "threads": 1,
-        "warm_start": True,
-        "mode_bounds": "never",
-        "plan": "gap-first",
-        "selectors": "auto",
-    }
-    _modules = ("pyomo", "highspy")
-    _pip = "pyomo highspy"
+    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(1, "never", "gap-first", "auto")
+    requires = ("pyomo", "highspy")
+    install = "pyomo highspy"
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.pyomo_backend import solve_highs
@@ -104,21 +84,12 @@ class CpSatMilpSolver(MilpSolver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
-    option_defaults: ClassVar[dict[str, Any]] = {
-        "threads": 8,
-        "warm_start": True,
-        "indicators": "enforce",
-        "mode_bounds": "always",
-        "plan": "plain",
-        # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
-        "selectors": "never",
-    }
-    _modules = ("ortools",)
-    _pip = "ortools"
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        check_choice("indicators", self.options["indicators"], INDICATORS)
+    # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
+    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(
+        8, "always", "plain", "never", indicators=Option("enforce", INDICATORS)
+    )
+    requires = ("ortools",)
+    install = "ortools"
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.cpsat_backend import solve_cpsat

@@ -24,9 +24,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import AD, REL_TOL, SD, Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import ad_alone, decode_flops_sum, prefill_flops, sd_alone, sd_user_costs
+from balance_opt.model import (
+    AD,
+    MODE_NAMES,
+    SD,
+    decode_flops_sum,
+    prefill_flops,
+    sd_user_costs,
+    tolerated,
+)
+from balance_opt.solvers.common.eligibility import eligible_users
 from balance_opt.solvers.milp.linear import (
     BYTES_PER_MB,
     COUNT,
@@ -52,44 +60,10 @@ class BackendResult:
     exact: bool = True  # bound and infeasibility hold for every P1 schedule of the model
 
 
-EDGE = 1e-7  # relative distance to a limit within which the evaluator decides eligibility
-
-
-def eligible_users(inst: Instance, z: float) -> tuple[list[int], list[int]]:
-    """Users that can be served alone in AD, resp. SD, at z (latency and memory).
-
-    Latency and memory only grow when users are added (all maxima and sums are
-    monotone), so a user who fails alone fails in every schedule: fixing its binary to
-    0 keeps the model exact. Every singleton is computed at once (``ad_alone``,
-    ``sd_alone``); one within ``EDGE`` of a limit is judged by the evaluator itself, so
-    float order can never decide eligibility.
-    """
-    out: tuple[list[int], list[int]] = ([], [])
-    weights = inst.llm_weight_bytes + (inst.slm_weight_bytes if z < 1.0 else 0.0)
-    cap = inst.server.memory_bytes * (1.0 + REL_TOL)  # (21d)
-    for mode, alone, users, possible in ((AD, ad_alone, out[0], z > 0.0), (SD, sd_alone, out[1], z < 1.0)):
-        if not possible:  # D7: the mode has no compute
-            continue
-        latency, kv = alone(inst, z)
-        late = (latency + inst.download_s) / (inst.deadline_s * (1.0 + REL_TOL)) - 1.0  # (20), (21c)
-        margin = np.maximum(late, (weights + kv) / cap - 1.0)
-        for u in np.flatnonzero(margin <= EDGE).tolist():
-            if margin[u] < -EDGE or _alone_feasible(inst, z, mode, u):
-                users.append(u)
-    return out
-
-
-def _alone_feasible(inst: Instance, z: float, mode: int, user: int) -> bool:
-    """The evaluator's verdict on ``user`` served alone in ``mode`` at z."""
-    modes = np.zeros(inst.num_users, dtype=np.int8)
-    modes[user] = mode
-    return evaluate(inst, Schedule(z, modes)).feasible
-
-
 def time_rhs_us(inst: Instance, users: list[int]) -> FloatArray:
     """Per-user latency limit ``T (1 + 1e-9) - down`` in microseconds (20), (21c)."""
     idx = np.asarray(users, dtype=np.int64)
-    return (inst.deadline_s[idx] * (1.0 + REL_TOL) - inst.download_s[idx]) * US_PER_S
+    return (tolerated(inst.deadline_s[idx]) - inst.download_s[idx]) * US_PER_S
 
 
 def _padded(values: FloatArray) -> NDArray[np.float64]:
@@ -269,7 +243,7 @@ def build(
     *,
     min_served: int = 0,
     selectors: bool = False,
-    modes: tuple[str, ...] = ("ad", "sd"),
+    modes: tuple[str, ...] = (MODE_NAMES[AD], MODE_NAMES[SD]),
 ) -> Formulation:
     """The MILP of P1 at compute fraction ``z``, optionally with ``served >= min_served``.
 
@@ -279,8 +253,8 @@ def build(
     """
     f = Formulation(z, selectors)
     ad_ok, sd_ok = eligible_users(inst, z)
-    f.ad_users = ad_ok if "ad" in modes else []
-    f.sd_users = sd_ok if "sd" in modes else []
+    f.ad_users = ad_ok if MODE_NAMES[AD] in modes else []
+    f.sd_users = sd_ok if MODE_NAMES[SD] in modes else []
     ma = _add_ad(f, inst, z)
     sd = _add_sd(f, inst, z)
     memory: dict[int, float] = {}
@@ -289,8 +263,7 @@ def build(
     if sd is not None:
         memory.update({sd[0]: 1.0, sd[1]: 1.0, **sd[2]})
     if memory:  # (21d)
-        weights = inst.llm_weight_bytes + (inst.slm_weight_bytes if z < 1.0 else 0.0)
-        cap = (inst.server.memory_bytes * (1.0 + REL_TOL) - weights) / BYTES_PER_MB
+        cap = (tolerated(inst.server.memory_bytes) - inst.weights_at(z)) / BYTES_PER_MB
         f.add_row("memory", memory, cap, MEMORY)
     x_of = dict(zip(f.ad_users, f.x, strict=True))
     for k, yk in zip(f.sd_users, f.y, strict=True):

@@ -1,4 +1,4 @@
-"""The MILP solvers' options, typed and checked once when a solver is made."""
+"""The MILP solvers' option domains, and the sweep's options typed (declared and checked by each solver)."""
 
 from __future__ import annotations
 
@@ -26,30 +26,22 @@ SELECTORS: tuple[Selectors, ...] = get_args(Selectors)
 INDICATORS: tuple[Indicators, ...] = get_args(Indicators)
 
 
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    """ValueError unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
 @dataclass(frozen=True)
 class SweepOptions:
-    """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`)."""
+    """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`).
 
-    warm_start: bool = True  # start from the heuristic's schedule when there is no hint
-    mode_bounds: ModeBounds = "retry"
-    plan: Plan = "gap-first"
-    selectors: Selectors = "auto"
+    No defaults here: each solver declares its own (``option_specs``, where the values are
+    checked), and every solver passes all four.
+    """
 
-    def __post_init__(self) -> None:
-        check_choice("mode_bounds", self.mode_bounds, MODE_BOUNDS)
-        check_choice("plan", self.plan, PLANS)
-        check_choice("selectors", self.selectors, SELECTORS)
+    warm_start: bool  # start from the heuristic's schedule when there is no hint
+    mode_bounds: ModeBounds
+    plan: Plan
+    selectors: Selectors
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SweepOptions:
         """The sweep's fields picked from a solver's options (the others are the backend's)."""
-        picked = {f.name: options[f.name] for f in fields(cls) if f.name in options}
-        if "warm_start" in picked:
-            picked["warm_start"] = bool(picked["warm_start"])
+        picked = {f.name: options[f.name] for f in fields(cls)}
+        picked["warm_start"] = bool(picked["warm_start"])
         return cls(**picked)

@@ -8,22 +8,19 @@
   attributes are missing the solve runs without one). HiGHS's process-wide thread
   scheduler is restarted when the thread count changes, and a MIP that ends with status
   "unknown" is solved once more from scratch.
-- :func:`quiet_stdout`: file descriptor 1 sent to /dev/null while HiGHS prints its banner
-  at C level (the exact solver's direct HiGHS LPs use it too).
+
+HiGHS's C-level output is silenced by :func:`balance_opt.solvers.common.output.quiet_stdout`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt.solvers.common.output import quiet_stdout
 from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.status import Termination
@@ -46,21 +43,6 @@ _TERMINATIONS: dict[str, Termination] = {
     "maxTimeLimit": Termination.TIME_LIMIT,
     "iterationLimit": Termination.TIME_LIMIT,
 }
-
-
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Send file descriptor 1 to /dev/null: HiGHS prints its banner at C level."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def to_pyomo(f: Formulation) -> Any:

@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.milp.bounds import (
+from balance_opt.solvers.common.bounds import (
+    AD_MODE,
     Ranks,
     deadline_pair_bound,
     memory_split_bound,
@@ -83,7 +84,7 @@ def with_rows(
     """``f`` plus ``served >= cutoff``, per-mode caps and a no-good row per rejected schedule."""
     g = replace(f, rows=list(f.rows))
     for mode, cap in (caps or {}).items():
-        members = f.x if mode == "ad" else f.y
+        members = f.x if mode == AD_MODE else f.y
         if members and cap < len(members):
             g.add_row(f"cap_{mode}", dict.fromkeys(members, 1.0), float(cap), COUNT)
     if cutoff > 0:
@@ -212,7 +213,7 @@ def _combinatorial_bound(inst: Instance, st: _ZState, inc: int, time_limit: floa
     t0 = time.perf_counter()
     ranks = Ranks(inst, f.z)
     pb = deadline_pair_bound(inst, f.z, f.ad_users, f.sd_users, time_limit, ranks)
-    st.caps = {mode: cap for mode, cap in pb.caps.items() if (f.x if mode == "ad" else f.y)}
+    st.caps = {mode: cap for mode, cap in pb.caps.items() if (f.x if mode == AD_MODE else f.y)}
     st.bound = min(st.bound, pb.bound)
     info: dict[str, Any] = {"pair_bound": pb.bound, "pairs": pb.pairs, "complete": pb.complete}
     until = None if time_limit is None else t0 + time_limit

@@ -26,21 +26,30 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from balance_opt.evaluate import REL_TOL
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import ad_user_memory, sd_user_memory
-from balance_opt.solvers.heuristic.fast import balance_fast
+from balance_opt.model import (
+    AD,
+    BOUND_TOL,
+    MODE_CODES,
+    MODE_NAMES,
+    SD,
+    ad_user_memory,
+    has_compute,
+    loosened,
+    sd_user_memory,
+    tolerated,
+)
+from balance_opt.solvers.common.warm_start import balance_fast
 
-RANK_SLACK = 2.0 * REL_TOL  # relative loosening of the copy the ranks are computed on
 MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates
 
-AD_MODE, SD_MODE = "ad", "sd"
+AD_MODE, SD_MODE = MODE_NAMES[AD], MODE_NAMES[SD]  # ranks and caps are keyed by the mode's name
 
 
 def relaxed_copy(inst: Instance) -> Instance:
-    """``inst`` with deadlines and memory scaled by ``1 + RANK_SLACK``."""
-    server = replace(inst.server, memory_bytes=inst.server.memory_bytes * (1.0 + RANK_SLACK))
-    return inst.replace(deadline_s=inst.deadline_s * (1.0 + RANK_SLACK), server=server)
+    """``inst`` with deadlines and memory scaled by ``1 + BOUND_TOL``."""
+    server = replace(inst.server, memory_bytes=loosened(inst.server.memory_bytes))
+    return inst.replace(deadline_s=loosened(inst.deadline_s), server=server)
 
 
 class Ranks:
@@ -86,16 +95,16 @@ class Ranks:
         return out
 
     def _compute(self, mode: str, users: list[int], limit: float | None, memory: float | None) -> int:
-        if not users or (mode == AD_MODE and self.z == 0.0) or (mode == SD_MODE and self.z == 1.0):
+        if not users or not has_compute(MODE_CODES[mode], self.z):
             return 0
         self.calls += 1
         sub = self._relaxed.subset(users)
         if limit is not None:
             down = sub.download_s
-            sub = sub.replace(deadline_s=down + limit * (1.0 + RANK_SLACK) + RANK_SLACK * down)
+            sub = sub.replace(deadline_s=down + loosened(limit) + BOUND_TOL * down)
         if memory is not None:  # F(z) = Q - weights, so Q = weights + memory (relaxed)
             weights = sub.server.memory_bytes - sub.free_memory(self.z)
-            server = replace(sub.server, memory_bytes=weights + memory * (1.0 + RANK_SLACK))
+            server = replace(sub.server, memory_bytes=weights + loosened(memory))
             sub = sub.replace(server=server)
         # lambda = 1 gives Algorithm 1 all of F(z), lambda = 0 gives Algorithm 2 all of it
         out = balance_fast(sub, [self.z], [1.0 if mode == AD_MODE else 0.0])
@@ -144,7 +153,7 @@ def deadline_pair_bound(
     """
     t0 = time.perf_counter()
     ranks = Ranks(inst, z) if ranks is None else ranks
-    r = (inst.deadline_s * (1.0 + REL_TOL) - inst.download_s).tolist()
+    r = (tolerated(inst.deadline_s) - inst.download_s).tolist()
     caps = {AD_MODE: ranks.rank(AD_MODE, ad_users), SD_MODE: ranks.rank(SD_MODE, sd_users)}
     best = max(caps.values())
     if not ad_users or not sd_users:
@@ -246,7 +255,7 @@ def least_memory(
 
 def split_free_memory(inst: Instance, z: float) -> float:
     """``F(z)`` loosened past the model's tolerance: ``F (1 + 2e-9) + 2e-9 Q`` bytes."""
-    return inst.free_memory(z) * (1.0 + RANK_SLACK) + RANK_SLACK * inst.server.memory_bytes
+    return loosened(inst.free_memory(z)) + BOUND_TOL * inst.server.memory_bytes
 
 
 def memory_split_bound(
