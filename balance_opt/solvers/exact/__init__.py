@@ -105,6 +105,7 @@ def _search(
     stats = {
         "boxes": st.boxes,
         "lps": st.lps,
+        "narrowed": st.narrowed,
         "mips": st.mips,
         "leaves": st.leaves,
         "pruned": st.pruned,
