@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from balance_opt.evaluate import AD, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
+from balance_opt.solvers.exact import memory
 from balance_opt.solvers.exact.boxes import ZData
-from balance_opt.solvers.exact.memory import BLOCKS, _blocks, least_ad, least_sd, z_bounds
+from balance_opt.solvers.exact.memory import _blocks, least_ad, least_sd, z_bounds
 from balance_opt.solvers.milp.bounds import AD_MODE, SD_MODE, Ranks
 from tests.strategies import small_instances
 from tests.test_exact import _box_of
@@ -99,13 +100,14 @@ def test_blocks_cover_the_range_in_order() -> None:
         assert len(b) == (hi - lo + 1 if blocks is None else min(blocks, hi - lo + 1))
 
 
-def test_blocked_bounds_at_large_k_stay_above_the_optima() -> None:
-    """At K = 200 (more values than ``BLOCKS``) the caps are still at least the exact
-    single-mode optima and the shared-memory bound at least the larger of them."""
+def test_blocked_bounds_at_large_k_stay_above_the_optima(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With far fewer blocks than values (16 at K = 200) the caps are still at least the
+    exact single-mode optima and the shared-memory bound at least the larger of them."""
+    monkeypatch.setattr(memory, "BLOCKS", 16)
     inst = generate("fig5", 200, seed=1)
     for z in (0.3, 0.7):
         zd = ZData(inst, z)
-        assert zd.values["DA"].size > BLOCKS
+        assert zd.values["DA"].size > memory.BLOCKS
         cap_a, cap_s, both = z_bounds(zd)
         ranks = Ranks(inst, z)
         opt_a, opt_s = ranks.rank(AD_MODE, zd.ad.tolist()), ranks.rank(SD_MODE, zd.sd.tolist())

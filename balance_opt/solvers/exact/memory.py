@@ -33,9 +33,11 @@ from balance_opt.model import ad_user_memory, sd_user_memory
 from balance_opt.solvers.exact.boxes import Box, ZData
 from balance_opt.solvers.milp.bounds import most_together
 
-# the most blocks of limit values and of paddings per z: exact up to this many values
-# (K <= 64 on the paper's presets); beyond, the curves' rows grow with K instead of K^2
-BLOCKS = 64
+# the most blocks of limit values and of paddings per z: one row per value up to this
+# many values (K <= 256 on the paper's presets). At fig4 K = 1000, z = 0.5, 64 blocks
+# took 0.18 s and raised the bound from 143 to 147, 128 blocks 0.78 s (144), 256 blocks
+# 3.6 s (143, as with a row per value)
+BLOCKS = 256
 
 
 def _prefix_least(
