@@ -78,7 +78,14 @@ class ZData:
             "L3": np.unique(li[self.sd]),
             "L4": np.unique(la[self.sd]),
         }
+        # each tightest-limit value's latency budget: the loosest copy of that limit
+        self.budget = {"DA": self._budgets(self.ad, "DA"), "DS": self._budgets(self.sd, "DS")}
         self._tables()
+
+    def _budgets(self, users: IntArray, dim: str) -> FloatArray:
+        out = np.full(self.values[dim].size, -np.inf)
+        np.maximum.at(out, np.searchsorted(self.values[dim], self.limit[users]), self.loose[users])
+        return out
 
     def _tables(self) -> None:
         """Costs per padding value: AD ``c[j, k]`` at ``L1 = L1v[j]``; SD affine in L4.

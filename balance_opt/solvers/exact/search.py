@@ -30,6 +30,7 @@ from balance_opt.solvers.common.warm_start import balance_fast
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, Side, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
 from balance_opt.solvers.exact.memory import z_bounds
+from balance_opt.solvers.exact.ranges import tighten
 from balance_opt.solvers.exact.warm_lp import WarmLp
 
 SPLIT_WEIGHTS = (1, 2, 1, 2)  # DA, L1, DS, L3: the padding ranges count double when splitting
@@ -51,6 +52,7 @@ class Stats:
 
     boxes: int = 0
     lps: int = 0
+    narrowed: int = 0  # boxes whose tightest-limit ranges lost an end before their LP
     mips: int = 0
     leaves: int = 0
     pruned: int = 0
@@ -138,7 +140,7 @@ class BoxSearch:
         value = None
         if root is not None:
             both = min(alone[AD_MODE] + alone[SD_MODE], memory, int(np.union1d(zd.ad, zd.sd).size))
-            value = self._bound(z, root, None, both, False, 0)[0]
+            value = self._bound(z, root, None, both, False, 0)[1]
             self._keep(z, root, 0, value, None)
         self.stats.per_z[f"{z:g}"] = {
             "eligible_ad": int(zd.ad.size),
@@ -151,19 +153,32 @@ class BoxSearch:
 
     def _bound(
         self, z: float, box: Box, basis: Any, ceiling: float, lp: bool, slot: int
-    ) -> tuple[int | float, Any, bool]:
-        """``box``'s bound: ``ceiling`` (its parent's bound), its quick count, then its
-        relaxed LP on the z's LP ``slot`` started from the parent's basis; the basis to
-        start its own halves from, and whether an LP was solved. Without ``lp`` the LP
-        waits until the box is split. Safe beside another slot's call: it only reads the
+    ) -> tuple[Box, int | float, Any, bool, bool]:
+        """``box``'s bound: ``ceiling`` (its parent's bound), its quick count, then, with
+        ``lp``, its tightest-limit ranges shrunk (:func:`.ranges.tighten`) and the relaxed
+        LP of what is left on the z's LP ``slot``, started from the parent's basis.
+        Returns the box (shrunk or not), its bound, the basis to start its own halves
+        from, whether an LP was solved and whether the box was shrunk. Without ``lp`` the
+        box waits until it is split. Safe beside another slot's call: it only reads the
         search state."""
-        t = self.zdata[z].terms(box, RELAX)
+        zd = self.zdata[z]
+        t = zd.terms(box, RELAX)
         cap_a, cap_s, quick = caps(self.inst, t)
         value: int | float = min(quick, ceiling)
-        if lp and value > self.inc.served:
-            lp_value, basis = self.lps[z, slot].solve(t, cap_a, cap_s, basis)
-            return min(value, count_bound(lp_value)), basis, True
-        return value, basis, False
+        if not lp or value <= self.inc.served:
+            return box, value, basis, False, False
+        tight = tighten(zd, box, self.inc.served, t, cap_a.total, cap_s.total)
+        if tight is None:  # no slice of it can beat the incumbent
+            return box, self.inc.served, basis, False, True
+        narrowed = tight != box
+        if narrowed:  # the cut ends' schedules cannot beat the incumbent
+            box, t = tight, zd.terms(tight, RELAX)
+            cap_a, cap_s, quick = caps(self.inst, t)
+            value = min(quick, ceiling)
+            if value <= self.inc.served:
+                return box, value, basis, False, True
+        lp_value, basis = self.lps[z, slot].solve(t, cap_a, cap_s, basis)
+        return box, min(value, count_bound(lp_value)), basis, True, narrowed
 
     def _keep(self, z: float, box: Box, depth: int, value: int | float, basis: Any) -> None:
         if value > self.inc.served:
@@ -181,8 +196,9 @@ class BoxSearch:
         later = None if pool is None else pool.submit(self._bound, z, second, basis, ceiling, True, 1)
         bounds = [self._bound(z, first, basis, ceiling, True, 0)]
         bounds.append(self._bound(z, second, basis, ceiling, True, 1) if later is None else later.result())
-        for half, (value, half_basis, solved) in zip((first, second), bounds, strict=True):
+        for half, value, half_basis, solved, narrowed in bounds:
             self.stats.lps += solved
+            self.stats.narrowed += narrowed
             self._keep(z, half, depth, value, half_basis)
 
     # --- the loop -------------------------------------------------------------------
