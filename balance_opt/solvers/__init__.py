@@ -21,6 +21,7 @@ _REGISTRY: dict[str, str] = {
     "ecra": "balance_opt.solvers.heuristic.solvers:EcraSolver",
     "ema": "balance_opt.solvers.heuristic.solvers:EmaSolver",
     "ecrma": "balance_opt.solvers.heuristic.solvers:EcrmaSolver",
+    "balance-plus": "balance_opt.solvers.heuristic.solvers:BalancePlusSolver",
     "exhaustive": "balance_opt.solvers.exhaustive:ExhaustiveSolver",
     "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
     "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",
