@@ -74,7 +74,7 @@ def test_single_mode_searches_find_the_most_users(inst: Instance, data: st.DataO
     z = data.draw(st.sampled_from([x for x in inst.server.z_grid if 0.0 < x < 1.0] or [0.5]))
     k = inst.num_users
     allowed = sorted(data.draw(st.sets(st.integers(0, k - 1), min_size=1)))
-    ms = ModeSearches(inst, z, Counters())
+    ms = ModeSearches(inst, z, Counters(), [1000])
     assume(ms.free > 0.0)
     share = data.draw(st.sampled_from([0.05, 0.3, 1.0]))
     floor = data.draw(st.integers(0, 2))

@@ -62,13 +62,15 @@ class PlusOutcome:
 class ModeSearches:
     """The exact single-mode searches at one ``z``, over any set of users and memory."""
 
-    def __init__(self, inst: Instance, z: float, stats: Counters) -> None:
-        self.inst, self.z, self.stats = inst, z, stats
+    def __init__(self, inst: Instance, z: float, stats: Counters, budget: list[int]) -> None:
+        """``budget[0]``: how many more searches may run (shared by every z, counted down)."""
+        self.inst, self.z, self.stats, self.budget = inst, z, stats, budget
         self.free = inst.free_memory(z)
         self.ctx = SdContext(inst, z) if z < 1.0 else None
         # per L3: a bound on Algorithm 2's d* over all users in all the memory, which bounds
         # it over any users in any less (set by the first search over all users)
         self.row_ub: tuple[FloatArray, IntArray] | None = None
+        self.cap_sd = inst.num_users  # SD's most users alone, once known
 
     def mask(self, users: Users) -> np.ndarray[Any, np.dtype[np.bool_]]:
         m = np.zeros(self.inst.num_users, dtype=bool)
@@ -87,9 +89,17 @@ class ModeSearches:
         """The KV bytes (16) of ``users`` in SD."""
         return sd_mode(self.inst, self.mask(users), self.z).kv_bytes
 
+    def spend(self) -> bool:
+        """Take one search from the budget; False when it is spent."""
+        if self.budget[0] <= 0:
+            self.stats.add("searches_cut")
+            return False
+        self.budget[0] -= 1
+        return True
+
     def sd_above(self, allowed: IntArray, memory: float, floor: int) -> Users | None:
         """Algorithm 2's SD set of ``allowed`` in ``memory`` bytes, if it serves more than ``floor``."""
-        if self.ctx is None or memory <= 0.0 or allowed.size <= floor:
+        if self.ctx is None or memory <= 0.0 or allowed.size <= floor or not self.spend():
             return None
         self.stats.add("sd_searches")
         search = SdSearch(self.ctx, memory, allowed, self.stats)
@@ -105,7 +115,7 @@ class ModeSearches:
         """
         fam, stats = search.fam, self.stats
         q = float(search.qs[i])
-        if q <= 0.0 or int(fam.rest.sum()) <= floor:
+        if q <= 0.0 or int(fam.rest.sum()) <= floor or not self.spend():
             return None
         stats.add("sd_searches")
         v_vals, tau_vals = tuple_range(fam.ctx.key[fam.rest]), tuple_range(fam.ctx.up[fam.rest])
@@ -125,7 +135,7 @@ class ModeSearches:
         Algorithm 1 runs on the instance restricted to ``allowed`` (its tuples range over
         those users only), with the memory share ``memory / F(z)``.
         """
-        if self.z <= 0.0 or memory <= 0.0 or allowed.size <= floor:
+        if self.z <= 0.0 or memory <= 0.0 or allowed.size <= floor or not self.spend():
             return None
         self.stats.add("ad_searches")
         sub = self.inst.subset(allowed)
@@ -205,23 +215,28 @@ def improve_at(
     shares: Sequence[float],
     by_share: list[Users],
     start: list[tuple[Users, Users]],
+    cuts: int,
 ) -> None:
-    """Search ``ms.z`` for schedules beating the incumbent: SD first, AD first, then alternation.
+    """Search ``ms.z`` for schedules beating the incumbent: SD first, AD first, deadline
+    splits, then alternation.
 
     ``shares`` (ascending, in (0, 1), then 1) are the AD memory shares of the seeds and
     ``by_share`` Algorithm 1's AD set for each; ``start`` holds schedules of this z to
-    alternate from.
+    alternate from; ``cuts`` is the most deadline splits tried.
     """
+    for ad, sd in start:
+        alternate(inc, ms, ad, sd)
     cap_ad = len(by_share[-1])  # AD alone with all the memory (Proposition 4)
     found = sd_first(inc, ms, shares, cap_ad)
     if found is None:
         ms.stats.add("z_skipped")
         return
-    for ad in dict.fromkeys(by_share):  # AD first, SD in the memory left
-        sd = ms.sd_above(ms.rest(ad), ms.free - ms.ad_memory(ad), max(0, inc.value - len(ad)))
-        if inc.offer(ms.z, ad, sd or (), "ad_first"):
-            found.append((ad, sd or ()))
-    for ad, sd in [*start, *found]:
+    for first in dict.fromkeys(by_share):  # AD first, SD in the memory left
+        then = ms.sd_above(ms.rest(first), ms.free - ms.ad_memory(first), max(0, inc.value - len(first)))
+        if inc.offer(ms.z, first, then or (), "ad_first"):
+            found.append((first, then or ()))
+    found += deadline_splits(inc, ms, cuts)
+    for ad, sd in found:
         alternate(inc, ms, ad, sd)
 
 
@@ -249,10 +264,36 @@ def sd_first(
             if i == 0:
                 return None
             break  # less memory serves no more
+        if i == 0:
+            ms.cap_sd = len(sd)
         last = (sd, ms.sd_memory(sd))
         ad = ms.ad_above(ms.rest(sd), ms.free - last[1], max(0, inc.value - len(sd)))
         if inc.offer(ms.z, ad or (), sd, "sd_first"):
             found.append((ad or (), sd))
+    return found
+
+
+def deadline_splits(inc: Incumbent, ms: ModeSearches, cuts: int) -> list[tuple[Users, Users]]:
+    """AD among the users with ``Tp_k >= theta``, SD among the others, for up to ``cuts`` values of theta.
+
+    A batch must meet its tightest deadline (20), (21c): the slower mode wants the users with
+    the loosest ones. Returns the schedules that beat the incumbent.
+    """
+    tp = ms.inst.budget_s
+    values = np.unique(tp)
+    if values.size < 2:
+        return []
+    # theta from the second smallest budget up: both sides keep a user
+    picks = np.unique(np.linspace(1, values.size - 1, min(cuts, values.size - 1)).round().astype(np.int64))
+    found: list[tuple[Users, Users]] = []
+    for theta in values[picks].tolist():
+        loose, tight = np.flatnonzero(tp >= theta), np.flatnonzero(tp < theta)
+        ad = ms.ad_above(loose, ms.free, max(0, inc.value - min(tight.size, ms.cap_sd)))
+        if ad is None:
+            continue
+        sd = ms.sd_above(tight, ms.free - ms.ad_memory(ad), max(0, inc.value - len(ad)))
+        if inc.offer(ms.z, ad, sd or (), "deadline_split"):
+            found.append((ad, sd or ()))
     return found
 
 
@@ -282,27 +323,45 @@ class AdByShare:
         return [t.users if t is not None else () for t in got]
 
 
+EFFORT = 50_000  # searches times users: about 1,600 searches at K = 30, 50 at K = 1000
+
+
 def balance_plus(
-    inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float], splits: int = 10
+    inst: Instance,
+    z_grid: Sequence[float],
+    lam_grid: Sequence[float],
+    splits: int = 10,
+    cuts: int = 64,
+    effort: int = EFFORT,
 ) -> PlusOutcome:
-    """Algorithm 3's schedule, then the search of :func:`improve_at` at every ``z`` (ascending)."""
+    """Algorithm 3's schedule, then the search of :func:`improve_at` at every ``z``.
+
+    The z values are taken nearest to Algorithm 3's first. At most ``max(1, effort // K)``
+    single-mode searches run in all: a work limit, not a time limit, so the answer does not
+    depend on the machine.
+    """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)
-    if splits < 1:
-        raise ValueError(f"splits must be at least 1, got {splits}")
+    if min(splits, cuts, effort) < 1:
+        raise ValueError(f"splits, cuts and effort must be at least 1, got {splits}, {cuts}, {effort}")
     stats = Counters()
     base = balance_fast(inst, z_grid, lam_grid)
     inc = Incumbent(inst, PlusOutcome(base.z, base.lam, base.ad, base.sd), stats)
     shares = seed_shares([*lam_grid, 1.0], splits)
-    zs = [float(z) for z in z_grid if 0.0 < z < 1.0 and inst.free_memory(z) > 0.0]
-    ad_sets = AdByShare(inst, zs, shares, stats) if inst.num_users else None
-    for z in (float(x) for x in z_grid):
-        if inst.num_users == 0 or inst.free_memory(z) <= 0.0:
-            continue
-        ms = ModeSearches(inst, z, stats)
+    K = inst.num_users
+    budget = [max(1, effort // max(1, K))]
+    order = sorted(
+        (float(z) for z in z_grid if inst.free_memory(z) > 0.0), key=lambda z: (abs(z - base.z), z)
+    )
+    zs = [z for z in order if 0.0 < z < 1.0]
+    ad_sets = AdByShare(inst, zs, shares, stats) if K else None
+    for z in order:
+        if K == 0 or budget[0] <= 0:
+            break
+        ms = ModeSearches(inst, z, stats, budget)
         if z in zs and ad_sets is not None:
             start = [(base.ad, base.sd)] if z == base.z else []
-            improve_at(inc, ms, shares, ad_sets.at(z), start)
+            improve_at(inc, ms, shares, ad_sets.at(z), start, cuts)
         else:
             one_mode(inc, ms)
     best = inc.best
