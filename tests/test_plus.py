@@ -134,9 +134,20 @@ def test_adversarial_library_instances(path: str, optimum: int) -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="splits"):
         get_solver("balance-plus", splits=0)
+    with pytest.raises(ValueError, match="effort"):
+        get_solver("balance-plus", effort=1.5)
     with pytest.raises(UnknownOption):
         get_solver("balance-plus", implementation="fast")
     assert seed_shares([0.0, 0.5, 1.0], 4) == [0.25, 0.5, 0.75, 1.0]
+
+
+def test_effort_limits_the_searches_and_keeps_balance() -> None:
+    """With the least effort (one search) balance-plus still returns at least balance's schedule."""
+    inst = tight_instance(TightParams(users=10, seed=0))
+    small = get_solver("balance-plus", effort=1).solve(inst)
+    assert small.evaluation.feasible
+    assert small.served >= get_solver("balance").solve(inst).served
+    assert small.stats.get("sd_searches", 0) + small.stats.get("ad_searches", 0) <= 1
 
 
 def test_grids_without_corners(tiny_instance: Instance) -> None:

@@ -22,7 +22,7 @@ from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.literal import balance_literal
-from balance_opt.solvers.heuristic.plus import balance_plus
+from balance_opt.solvers.heuristic.plus import EFFORT, balance_plus
 from balance_opt.status import Termination
 
 Implementation = Literal["fast", "literal"]
@@ -139,18 +139,21 @@ class EcrmaSolver(_Algorithm3Solver):
 class BalancePlusSolver(Solver):
     """balance-plus: BALANCE's schedule, then a search over both modes at every z (never fewer users).
 
-    Option ``splits``: the seeds' memory shares are ``i / splits`` (and the instance's
-    Lambda). Deterministic: no time limit is used.
+    Options (docs/algorithms.md, "balance-plus"): ``splits``, the seeds' memory shares are
+    ``i / splits`` and the instance's Lambda; ``cuts``, the most deadline splits per z;
+    ``effort``, at most ``effort // K`` single-mode searches in all. A work limit, not a
+    time limit: the schedule depends only on the instance and the options.
     """
 
     name = "balance-plus"
-    option_defaults: ClassVar[Mapping[str, Any]] = {"splits": 10}
+    option_defaults: ClassVar[Mapping[str, Any]] = {"splits": 10, "cuts": 64, "effort": EFFORT}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        splits = self.options["splits"]
-        if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
-            raise ValueError(f"solver {self.name!r}: splits must be a whole number >= 1, got {splits!r}")
+        for key in ("splits", "cuts", "effort"):
+            value = self.options[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"solver {self.name!r}: {key} must be a whole number >= 1, got {value!r}")
 
     def _solve(
         self,
@@ -161,7 +164,8 @@ class BalancePlusSolver(Solver):
         hint: Schedule | None,
     ) -> SolverOutput:
         z_grid, lam_grid = instance.server.z_grid, instance.server.lambda_grid
-        outcome = balance_plus(instance, z_grid, lam_grid, splits=self.options["splits"])
+        opts = {key: self.options[key] for key in ("splits", "cuts", "effort")}
+        outcome = balance_plus(instance, z_grid, lam_grid, **opts)
         return SolverOutput(
             schedule=outcome.schedule(instance),
             termination=Termination.COMPLETED,
