@@ -196,6 +196,33 @@ def alternate(inc: Incumbent, ms: ModeSearches, ad: Users, sd: Users) -> None:
         inc.offer(ms.z, ad, sd, "alternation")
 
 
+def exchange(inc: Incumbent, ms: ModeSearches) -> bool:
+    """Take one user out of a mode of the incumbent (at ``ms.z``) to make room in the other.
+
+    With one AD user out, the SD set of the users left must grow; the AD set is then chosen
+    again around it and must get back to its size: a net gain of one. Likewise with one SD
+    user out. True at the first gain (the incumbent is replaced).
+    """
+    ad, sd = inc.best.ad, inc.best.sd
+    for a in ad:
+        fewer = tuple(x for x in ad if x != a)
+        more = ms.sd_above(ms.rest(fewer), ms.free - ms.ad_memory(fewer), len(sd))
+        if more is None:
+            continue
+        refill = ms.ad_above(ms.rest(more), ms.free - ms.sd_memory(more), len(fewer))
+        if refill is not None and inc.offer(ms.z, refill, more, "exchange"):
+            return True
+    for s in sd:
+        fewer = tuple(x for x in sd if x != s)
+        more = ms.ad_above(ms.rest(fewer), ms.free - ms.sd_memory(fewer), len(ad))
+        if more is None:
+            continue
+        refill = ms.sd_above(ms.rest(more), ms.free - ms.ad_memory(more), len(fewer))
+        if refill is not None and inc.offer(ms.z, more, refill, "exchange"):
+            return True
+    return False
+
+
 def one_mode(inc: Incumbent, ms: ModeSearches) -> None:
     """At ``z = 1`` (AD only) or ``z = 0`` (SD only, D7): the mode's best set in all the free memory."""
     everyone = np.arange(ms.inst.num_users)
@@ -336,9 +363,10 @@ def balance_plus(
 ) -> PlusOutcome:
     """Algorithm 3's schedule, then the search of :func:`improve_at` at every ``z``.
 
-    The z values are taken nearest to Algorithm 3's first. At most ``max(1, effort // K)``
-    single-mode searches run in all: a work limit, not a time limit, so the answer does not
-    depend on the machine.
+    The z values are taken nearest to Algorithm 3's first; then :func:`exchange` and
+    :func:`alternate` improve the best schedule while they can. At most ``max(1, effort // K)``
+    single-mode searches run before the exchanges and half as many in them: a work limit,
+    not a time limit, so the answer does not depend on the machine.
     """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)
@@ -364,6 +392,13 @@ def balance_plus(
             improve_at(inc, ms, shares, ad_sets.at(z), start, cuts)
         else:
             one_mode(inc, ms)
+    # the exchanges have a budget of their own, half the search's
+    budget[0] = max(1, effort // max(1, K) // 2)
+    while K and 0.0 < inc.best.z < 1.0 and budget[0] > 0:
+        ms = ModeSearches(inst, inc.best.z, stats, budget)
+        if not exchange(inc, ms):
+            break
+        alternate(inc, ms, inc.best.ad, inc.best.sd)
     best = inc.best
     stats.n["balance_served"] = base.served
     return PlusOutcome(best.z, best.lam, best.ad, best.sd, {**stats.n})
