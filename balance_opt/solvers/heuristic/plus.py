@@ -2,22 +2,19 @@
 
 Algorithm 3 picks the AD users first, blind to what SD could serve, and splits the free
 memory only on the grid ``Lambda``. balance-plus keeps Algorithm 3's schedule as its
-incumbent and, at every ``z`` of the grid, searches for a better pair of sets with the
-exact single-mode searches of the fast implementation (Algorithm 1 over any set of users
-is exact for AD alone, Proposition 4; Algorithm 2 for SD alone, Proposition 5), each given
-the memory the other mode's users actually leave (21d) instead of a grid share:
-
-1. AD first: Algorithm 1's AD set for every memory share of the seed grid, then the best
-   SD set of the remaining users in the memory left;
-2. SD first: Algorithm 2's SD set over all users for every share, then the best AD set of
-   the rest in the memory left (this serves both groups of the ``theorem1-tight`` family);
-3. alternation: from every schedule that beat the incumbent (and from Algorithm 3's own),
-   re-choose the SD set for the AD set, then the AD set for the SD set, while either grows.
+incumbent and, at every ``z`` of the grid (nearest to Algorithm 3's first), searches for a
+better pair of sets with the exact single-mode searches of the fast implementation
+(Algorithm 1 over any set of users is exact for AD alone, Proposition 4; Algorithm 2 for
+SD alone, Proposition 5), each given the memory the other mode's users actually leave
+(21d) instead of a grid share: SD first, AD first, deadline splits (AD among the loosest
+budgets), then alternation of the two modes from every schedule that beat the incumbent;
+last, exchanges of one user at the best schedule (docs/algorithms.md, "balance-plus").
 
 Each search is asked only for sets that can beat the incumbent (a floor), which prunes
-most of the work. Every schedule is judged by the evaluator; balance-plus returns the
-first one (in the order above, z ascending) with the most users, so it never serves fewer
-than ``balance`` and its answer depends only on the instance and the options.
+most of the work, and a work limit (``effort``) caps the number of searches. Every
+schedule is judged by the evaluator and replaces the incumbent only when it serves more,
+so balance-plus never serves fewer users than ``balance``, and its answer depends only on
+the instance and the options.
 """
 
 from __future__ import annotations
