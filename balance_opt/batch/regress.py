@@ -24,7 +24,7 @@ from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
 from balance_opt.status import Status
 
-HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
+HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "balance-plus")
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.
 EXHAUSTIVE_MAX_K = 14
 EXACT_TIME_LIMIT_S = 120.0

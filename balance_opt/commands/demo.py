@@ -12,7 +12,7 @@ from typing import Any
 DEMO_PRESET = "fig4"
 DEMO_USERS = (10, 11, 12, 13, 14, 15)
 DEMO_SEED = 1
-DEMO_SOLVERS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "exhaustive")
+DEMO_SOLVERS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "balance-plus", "exhaustive")
 DEMO_EXACT = "milp-highs"
 DEMO_TIME_LIMIT_S = 60.0
 

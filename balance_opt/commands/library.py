@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
         "refs",
         help="compute or improve one set's references (resumable)",
         description="Solve SET's instances with each solver configuration not run on them before "
-        "(and the six heuristics), store each better schedule the evaluator accepts, and rebuild "
+        "(and the library's heuristics), store each better schedule the evaluator accepts, and rebuild "
         "SET/reference.csv. A proved bound below an accepted schedule stops with exit status 1.",
     )
     r.add_argument("folder", type=Path, metavar="SET", help="a set folder, e.g. instances/paper/fig6")
@@ -48,9 +48,9 @@ def register(sub: Any) -> None:
     r.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1)")
     r.add_argument(
         "--heuristic", action="append", metavar="NAME",
-        help="run only these of the six heuristics (repeatable; default all six)",
+        help="run only these of the library's heuristics (repeatable; default all of them)",
     )  # fmt: skip
-    r.add_argument("--no-heuristics", action="store_true", help="run none of the six heuristics")
+    r.add_argument("--no-heuristics", action="store_true", help="run none of the library's heuristics")
     r.set_defaults(func=handle_refs)
     b = lib.add_parser(
         "rebuild",

@@ -26,7 +26,7 @@ from balance_opt.io import atomic_write
 from balance_opt.solvers import solver_names
 from balance_opt.status import Status
 
-HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma")
+HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "balance-plus")
 LEDGER = "attempts.csv"
 REFERENCE = "reference.csv"
 SOLUTIONS = "solutions"
