@@ -25,6 +25,7 @@ _REGISTRY: dict[str, str] = {
     "exhaustive-p2": "balance_opt.solvers.exhaustive:ExhaustiveP2Solver",
     "milp-highs": "balance_opt.solvers.milp:HighsMilpSolver",
     "milp-cpsat": "balance_opt.solvers.milp:CpSatMilpSolver",
+    "milp-scip": "balance_opt.solvers.milp:ScipMilpSolver",
     "exact": "balance_opt.solvers.exact:ExactSolver",
 }
 
@@ -37,6 +38,7 @@ _EXACT: dict[str, Literal["P1", "P2"]] = {
     "exhaustive-p2": "P2",
     "milp-highs": "P1",
     "milp-cpsat": "P1",
+    "milp-scip": "P1",
     "exact": "P1",
 }
 

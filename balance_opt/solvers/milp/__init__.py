@@ -1,7 +1,7 @@
-"""Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
+"""Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo), CP-SAT or SCIP.
 
-``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (:mod:`.linear` variables and linear or
-indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
+``milp-highs``, ``milp-cpsat`` and ``milp-scip`` share :mod:`.formulation` (:mod:`.linear`
+variables and linear or indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
 bounds and the evaluator check); only the translation to the backend differs.
 """
 
@@ -18,7 +18,7 @@ from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
-from balance_opt.solvers.milp.options import INDICATORS, SweepOptions, check_choice
+from balance_opt.solvers.milp.options import INDICATORS, REFUTE_DEFAULTS, SweepOptions, check_choice
 
 
 @cache
@@ -85,6 +85,7 @@ class HighsMilpSolver(MilpSolver):
         "mode_bounds": "never",
         "plan": "gap-first",
         "selectors": "auto",
+        **REFUTE_DEFAULTS,
     }
     _modules = ("pyomo", "highspy")
     _pip = "pyomo highspy"
@@ -112,6 +113,7 @@ class CpSatMilpSolver(MilpSolver):
         "plan": "plain",
         # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
         "selectors": "never",
+        **REFUTE_DEFAULTS,
     }
     _modules = ("ortools",)
     _pip = "ortools"
@@ -140,4 +142,33 @@ class CpSatMilpSolver(MilpSolver):
         return backend
 
 
-__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver"]
+class ScipMilpSolver(MilpSolver):
+    """The same formulation solved by SCIP (PySCIPOpt), one thread, big-M rows."""
+
+    name = "milp-scip"
+    option_defaults: ClassVar[dict[str, Any]] = {
+        "threads": 1,  # SCIP's branch and bound is sequential; only 1 is accepted
+        "warm_start": True,
+        "mode_bounds": "never",
+        "plan": "gap-first",
+        "selectors": "auto",
+        **REFUTE_DEFAULTS,
+    }
+    _modules = ("pyscipopt",)
+    _pip = "'balance-opt[scip]' (or pyscipopt)"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if int(self.options["threads"]) != 1:
+            raise ValueError(f"milp-scip runs on one thread, got threads={self.options['threads']!r}")
+
+    def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
+        from balance_opt.solvers.milp.scip_backend import solve_scip
+
+        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
+            return solve_scip(f, time_limit=limit, seed=seed, start=start)
+
+        return backend
+
+
+__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver", "ScipMilpSolver"]

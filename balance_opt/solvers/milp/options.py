@@ -20,6 +20,13 @@ Selectors = Literal["auto", "always", "never"]
 # How CP-SAT enforces an indicator row: natively, or by a data-derived big-M row.
 Indicators = Literal["enforce", "bigm"]
 
+# The value ``library refs`` replaces by each instance's best known count (option ``cutoff``).
+BEST_KNOWN = "best-known"
+# Refutation options of every MILP backend (docs/milp.md, "Refutation"): with ``cutoff`` N
+# the sweep proves "no schedule serves more than N" (each z asked for N + 1); ``z_time_limit``
+# caps each z model's solve; ``split`` parts per z where the whole-z proof ran out of time.
+REFUTE_DEFAULTS: dict[str, Any] = {"cutoff": None, "z_time_limit": None, "split": 0}
+
 MODE_BOUNDS: tuple[ModeBounds, ...] = get_args(ModeBounds)
 PLANS: tuple[Plan, ...] = get_args(Plan)
 SELECTORS: tuple[Selectors, ...] = get_args(Selectors)
@@ -40,11 +47,28 @@ class SweepOptions:
     mode_bounds: ModeBounds = "retry"
     plan: Plan = "gap-first"
     selectors: Selectors = "auto"
+    cutoff: int | None = None  # refute "more than cutoff served" instead of optimising
+    z_time_limit: float | None = None  # seconds per z model solve (None: the sweep's share)
+    split: int = 0  # refutation: parts per z (by the AD count) after a whole-z timeout
 
     def __post_init__(self) -> None:
         check_choice("mode_bounds", self.mode_bounds, MODE_BOUNDS)
         check_choice("plan", self.plan, PLANS)
         check_choice("selectors", self.selectors, SELECTORS)
+        if self.cutoff == BEST_KNOWN:
+            raise ValueError(
+                f"cutoff {BEST_KNOWN!r} is resolved per instance by `balance-opt library refs`; "
+                "give an integer elsewhere"
+            )
+        if self.cutoff is not None and (not _is_int(self.cutoff) or self.cutoff < 0):
+            raise ValueError(f"cutoff must be an integer >= 0 or null, got {self.cutoff!r}")
+        z_limit = self.z_time_limit
+        if z_limit is not None and (isinstance(z_limit, bool) or not isinstance(z_limit, int | float)):
+            raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
+        if z_limit is not None and not z_limit > 0:
+            raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
+        if not _is_int(self.split) or self.split == 1 or self.split < 0:
+            raise ValueError(f"split must be 0 (off) or an integer >= 2, got {self.split!r}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SweepOptions:
@@ -53,3 +77,7 @@ class SweepOptions:
         if "warm_start" in picked:
             picked["warm_start"] = bool(picked["warm_start"])
         return cls(**picked)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
