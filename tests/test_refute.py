@@ -114,6 +114,18 @@ def test_refutation_options_are_checked() -> None:
         get_solver("milp-scip", threads=2)
 
 
+def test_a_bad_refutation_value_in_a_configuration_is_bad_input(tmp_path: Path) -> None:
+    from balance_opt.batch.configs import load_config
+    from balance_opt.errors import InputError
+
+    path = tmp_path / "bad.toml"
+    path.write_text('solver = "milp-highs"\n[options]\nsplit = 1\n')
+    with pytest.raises(InputError, match=r"bad.toml: options: split must be 0 \(off\) or an integer >= 2"):
+        load_config(path)
+    path.write_text('solver = "milp-cpsat"\n[options]\ncutoff = "best-known"\n')
+    assert load_config(path).options["cutoff"] == "best-known"  # library refs resolves it
+
+
 def test_scip_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import balance_opt.solvers.milp as milp
     from balance_opt.errors import SolverUnavailable

@@ -8,7 +8,8 @@ bounds and the evaluator check); only the translation to the backend differs.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import fields
 from functools import cache
 from typing import Any, ClassVar
 
@@ -18,7 +19,15 @@ from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Solver
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
-from balance_opt.solvers.milp.options import INDICATORS, REFUTE_DEFAULTS, SweepOptions, check_choice
+from balance_opt.solvers.milp.options import (
+    BEST_KNOWN,
+    INDICATORS,
+    REFUTE_DEFAULTS,
+    SweepOptions,
+    check_choice,
+)
+
+SWEEP_KEYS = frozenset(f.name for f in fields(SweepOptions))
 
 
 @cache
@@ -54,6 +63,18 @@ class MilpSolver(Solver):
     @classmethod
     def is_available(cls) -> bool:
         return not _missing(*cls._modules)
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Unknown keys, then the sweep's values (ValueError); ``cutoff = "best-known"`` passes here.
+
+        ``library refs`` replaces that cutoff per instance; the solver itself refuses it.
+        """
+        super().check_options(options)
+        values = {k: v for k, v in options.items() if k in SWEEP_KEYS}
+        if values.get("cutoff") == BEST_KNOWN:
+            values.pop("cutoff")
+        SweepOptions.from_options(values)
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         """``backend(formulation, time_limit, start, strict) -> BackendResult``."""
