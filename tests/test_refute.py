@@ -61,6 +61,26 @@ def test_refuting_the_optimum_holds_and_below_it_fails(name: str, inst: Instance
 
 
 @TINY
+@given(small_instances(max_users=5), st.sampled_from([0.001, 0.01, 0.2]), st.integers(2, 3), st.data())
+def test_a_cut_short_refutation_never_bounds_below_the_optimum(
+    inst: Instance, z_limit: float, parts: int, data: st.DataObject
+) -> None:
+    """Whole-z solves cut short, then the parts: whatever stays open, the bound holds."""
+    opt = brute_p1(inst)[0]
+    cutoff = data.draw(st.integers(max(0, opt - 1), opt + 1))
+    options = {"cutoff": cutoff, "z_time_limit": z_limit, "split": parts, "warm_start": False}
+    res = get_solver("milp-scip", **options).solve(inst)
+    assert res.bound is not None
+    assert res.served <= opt <= res.bound
+    assert res.stats["refuted"] == (res.bound <= cutoff)
+    if res.stats["refuted"]:
+        assert cutoff >= opt
+    for z_stats in res.stats["z_models"].values():
+        for part in z_stats.get("split", []):
+            assert part["bound"] is None or cutoff <= part["bound"] <= 2 * inst.num_users
+
+
+@TINY
 @given(small_instances(max_users=4), st.integers(2, 4))
 def test_a_z_refuted_by_parts_agrees_with_enumeration(inst: Instance, parts: int) -> None:
     from balance_opt.solvers.milp.scip_backend import solve_scip

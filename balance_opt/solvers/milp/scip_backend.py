@@ -122,7 +122,7 @@ def solve_scip(
     bound: float | None = None
     if stop != Termination.INFEASIBLE:
         bound = float(m.getDualbound())
-        if not math.isfinite(bound):
+        if not math.isfinite(bound) or m.isInfinity(abs(bound)):  # SCIP's infinity is 1e20
             bound = None
     stats = {"nodes": int(m.getNNodes()), "lp_iterations": int(m.getNLPIterations()), "warm_start": warm}
     return BackendResult(stop, values, bound, stats)
