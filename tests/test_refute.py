@@ -22,8 +22,8 @@ from balance_opt.library.reference import read_ledger, read_reference
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import build
 from balance_opt.solvers.milp.options import SweepOptions
-from balance_opt.solvers.milp.split import ad_count_parts, check_cover, refute_by_parts
-from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _ZState
+from balance_opt.solvers.milp.split import ad_count_parts, check_cover
+from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _refute_by_parts, _ZState
 from tests.strategies import small_instances
 from tests.test_exhaustive import MODE_ORDER, brute_p1
 
@@ -98,7 +98,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(inst: Instance, parts: int
         _combinatorial_bound(inst, st_z, floor, None)  # the caps the parts are spread over
         st_z.bound = st_z.form.count_bound
         options = SweepOptions(cutoff=floor, split=parts)
-        inc = refute_by_parts(inst, backend, st_z, empty, floor, None, options)
+        inc = _refute_by_parts(inst, backend, st_z, empty, floor, None, options)
         assert st_z.done  # every part was solved through
         assert (st_z.bound <= floor) == refuted
         if refuted:

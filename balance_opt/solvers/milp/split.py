@@ -7,20 +7,16 @@ exactly one part), checked by :func:`check_cover` before any part is solved. Eac
 is the z model plus ``lo <= sum x <= hi`` and the cutoff ``served >= N + 1``; the cut
 points are spread over the counts the caps leave possible (``a <= cap_AD`` and
 ``a >= N + 1 - cap_SD``), so the outer parts hold only what the cap rows refute at once.
-The z is refuted when every part is; the z bound is the largest part bound.
+The z is refuted when every part is; the z bound is the largest part bound
+(``z_sweep._refute_by_parts`` solves the parts).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
-from typing import Any
 
-from balance_opt.instance import Instance
 from balance_opt.solvers.milp.linear import COUNT, Formulation
-from balance_opt.solvers.milp.options import SweepOptions
-from balance_opt.solvers.milp.z_sweep import TRANSLATE_S, Backend, _Incumbent, _solve_model, _ZState
 
 
 def ad_count_parts(n_ad: int, lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
@@ -54,53 +50,3 @@ def part_model(f: Formulation, lo: int, hi: int) -> Formulation:
     if hi < len(f.x):
         g.add_row("split_hi", dict.fromkeys(f.x, 1.0), float(hi), COUNT)
     return g
-
-
-def refute_by_parts(
-    inst: Instance,
-    backend: Backend,
-    st: _ZState,
-    inc: _Incumbent,
-    floor: int,
-    deadline: float | None,
-    options: SweepOptions,
-) -> _Incumbent:
-    """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part; returns the incumbent."""
-    f = st.form
-    target = max(inc.served, floor)
-    n_ad = len(f.x)
-    cap_ad = st.caps.get("ad", n_ad)
-    cap_sd = st.caps.get("sd", len(f.y))
-    intervals = ad_count_parts(n_ad, target + 1 - cap_sd, cap_ad, options.split)
-    check_cover(intervals, n_ad)
-    part_bounds: list[int | None] = []
-    record: list[dict[str, Any]] = []
-    for lo, hi in intervals:
-        limit = options.z_time_limit
-        if deadline is not None:
-            left = deadline - time.perf_counter()
-            if left <= 2.0 * TRANSLATE_S:
-                part_bounds.append(None)
-                continue
-            limit = min(left - TRANSLATE_S, limit or math.inf)
-        t0 = time.perf_counter()
-        found, bounds, timed_out, _ = _solve_model(
-            inst, backend, part_model(f, lo, hi), target + 1, None, limit, st.caps
-        )
-        if found is not None and found.served > inc.served:
-            inc = found
-        proved = min(bounds) if bounds else None
-        part_bounds.append(proved)
-        record.append(
-            {
-                "ad": [lo, hi],
-                "bound": proved,
-                "timed_out": timed_out,
-                "runtime_s": round(time.perf_counter() - t0, 3),
-            }
-        )
-    st.stats["split"] = record
-    if all(b is not None for b in part_bounds):
-        st.bound = min(st.bound, max(b for b in part_bounds if b is not None))
-    st.done = st.bound <= max(inc.served, floor)
-    return inc

@@ -38,6 +38,7 @@ from balance_opt.solvers.milp.bounds import (
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
+from balance_opt.solvers.milp.split import ad_count_parts, check_cover, part_model
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.status import Termination
 
@@ -124,11 +125,9 @@ def search(
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
     inc = _sweep(inst, backend, states, order, inc, deadline, options)
     if options.cutoff is not None and options.split:
-        from balance_opt.solvers.milp.split import refute_by_parts
-
         for z in order:
             if not states[z].done:
-                inc = refute_by_parts(inst, backend, states[z], inc, floor, deadline, options)
+                inc = _refute_by_parts(inst, backend, states[z], inc, floor, deadline, options)
     bound = max([inc.served, *(st.bound for st in states.values())])
     all_done = all(st.done for st in states.values())
     ended = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
@@ -365,3 +364,47 @@ def _solve_model(
         start = None
         stats["rejected"] = len(no_goods)
     return found, bounds, timed_out, stats
+
+
+def _refute_by_parts(
+    inst: Instance,
+    backend: Backend,
+    st: _ZState,
+    inc: _Incumbent,
+    floor: int,
+    deadline: float | None,
+    options: SweepOptions,
+) -> _Incumbent:
+    """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part; returns the incumbent."""
+    f = st.form
+    target = max(inc.served, floor)
+    n_ad = len(f.x)
+    cap_ad = st.caps.get("ad", n_ad)
+    cap_sd = st.caps.get("sd", len(f.y))
+    intervals = ad_count_parts(n_ad, target + 1 - cap_sd, cap_ad, options.split)
+    check_cover(intervals, n_ad)
+    part_bounds: list[int | None] = []
+    record: list[dict[str, Any]] = []
+    for lo, hi in intervals:
+        limit = options.z_time_limit
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 2.0 * TRANSLATE_S:
+                part_bounds.append(None)
+                continue
+            limit = min(left - TRANSLATE_S, limit or math.inf)
+        t0 = time.perf_counter()
+        found, bounds, timed_out, _ = _solve_model(
+            inst, backend, part_model(f, lo, hi), target + 1, None, limit, st.caps
+        )
+        if found is not None and found.served > inc.served:
+            inc = found
+        proved = min(bounds) if bounds else None
+        part_bounds.append(proved)
+        seconds = round(time.perf_counter() - t0, 3)
+        record.append({"ad": [lo, hi], "bound": proved, "timed_out": timed_out, "runtime_s": seconds})
+    st.stats["split"] = record
+    if all(b is not None for b in part_bounds):
+        st.bound = min(st.bound, max(b for b in part_bounds if b is not None))
+    st.done = st.bound <= max(inc.served, floor)
+    return inc
