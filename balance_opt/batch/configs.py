@@ -107,6 +107,8 @@ def make_config(
         cls.check_options(opts)
     except (UnknownOption, InvalidOption) as exc:
         raise InputError(source, f"options.{exc.key}", str(exc)) from None
+    except ValueError as exc:  # a value out of its range (the message names the option)
+        raise InputError(source, "options", str(exc)) from None
     if "threads" in cls.option_specs and "threads" not in opts:
         opts["threads"] = 1
     if time_limit_s is not None:

@@ -10,6 +10,7 @@ it and it serves more users; the reference table is rebuilt from the ledger at t
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
+from balance_opt.solvers.milp.options import BEST_KNOWN
 from balance_opt.status import Status
 
 # Fields of a solver's document that are about the run, not the schedule: not stored.
@@ -96,6 +98,16 @@ class _Builder:
         self.outcome.solved += 1
         if doc["status"] != Status.ERROR:
             self._offer(stem, inst, sha, doc)
+        self._log_refutation(stem, doc)
+
+    def _log_refutation(self, stem: str, doc: dict[str, Any]) -> None:
+        """One line per refutation: refuted, or which z stayed open with their bounds."""
+        stats = doc.get("stats") or {}
+        if "cutoff" not in stats:
+            return
+        open_z = [f"z={z} bound {m['bound']}" for z, m in stats.get("z_models", {}).items() if not m["done"]]
+        what = "refuted" if stats.get("refuted") else "open: " + ", ".join(open_z)
+        self.log(f"{stem}: more than {stats['cutoff']} served {what} ({float(doc['runtime_s']):.1f} s)")
 
     def _offer(self, stem: str, inst: Instance, sha: str, doc: dict[str, Any]) -> None:
         ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
@@ -143,6 +155,9 @@ def build_references(
     plan = [(c, True) for c in configs] + [(h, False) for h in heuristic_configs(heuristics)]
     for cfg, filtered in plan:
         todo = [p for p in paths if not filtered or _selected(p.stem, instances[p.stem][0], max_users, only)]
+        if cfg.options.get("cutoff") == BEST_KNOWN:
+            _refute_each(b, cfg, todo, executor, jobs)
+            continue
         fresh = [p for p in todo if not b.done(p.stem, cfg)]
         b.outcome.skipped += len(todo) - len(fresh)
         if not fresh:
@@ -152,6 +167,28 @@ def build_references(
         run_batch(fresh, [cfg], executor=executor, jobs=jobs, progress=False, on_solution=b.record)
     b.outcome.rows = rebuild_table(folder, b)
     return b.outcome
+
+
+def _refute_each(
+    b: _Builder, cfg: SolverConfig, todo: Sequence[Path], executor: Executor | None, jobs: int
+) -> None:
+    """Run ``cfg`` with its cutoff set to each instance's best known count, one instance at a time.
+
+    The configuration hash covers the cutoff, so a refutation is redone only when the best
+    known value changed (or was not refuted before with these options).
+    """
+    for p in todo:
+        best = b.best[p.stem]
+        if best is None:
+            b.log(f"{p.stem}: no stored schedule, no best known value to refute")
+            continue
+        mine = dataclasses.replace(cfg, options={**cfg.options, "cutoff": best.served})
+        if b.done(p.stem, mine):
+            b.outcome.skipped += 1
+            continue
+        b.log(f"{p.parent.name}: {cfg.name} refutes more than {best.served} served on {p.stem}")
+        b.config = mine
+        run_batch([p], [mine], executor=executor, jobs=jobs, progress=False, on_solution=b.record)
 
 
 def _selected(stem: str, inst: Instance, max_users: int | None, only: Sequence[str]) -> bool:

@@ -54,6 +54,7 @@ register("exhaustive", "balance_opt.solvers.exhaustive:ExhaustiveSolver")
 register("exhaustive-p2", "balance_opt.solvers.exhaustive:ExhaustiveP2Solver")
 register("milp-highs", "balance_opt.solvers.milp:HighsMilpSolver")
 register("milp-cpsat", "balance_opt.solvers.milp:CpSatMilpSolver")
+register("milp-scip", "balance_opt.solvers.milp:ScipMilpSolver")
 register("exact", "balance_opt.solvers.exact:ExactSolver")
 
 

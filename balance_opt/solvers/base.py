@@ -50,10 +50,13 @@ class Option:
     default: Any
     choices: tuple[Any, ...] = ()  # when given, the only values allowed
     minimum: float | None = None
+    kind: type | None = None  # the values' type where the default is None ("off")
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is outside the domain, or None."""
-        kind = type(self.default)
+        if value is None and self.default is None:
+            return None
+        kind = self.kind or type(self.default)
         # bool is an int in Python, but no option takes one for the other
         ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
         if kind is float:

@@ -1,13 +1,14 @@
-"""Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo) or by CP-SAT.
+"""Exact P1 as a MILP: one formulation, solved by HiGHS (through Pyomo), CP-SAT or SCIP.
 
-``milp-highs`` and ``milp-cpsat`` share :mod:`.formulation` (:mod:`.linear` variables and linear or
-indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
+``milp-highs``, ``milp-cpsat`` and ``milp-scip`` share :mod:`.formulation` (:mod:`.linear`
+variables and linear or indicator rows, one model per z) and :mod:`.z_sweep` (the z loop, warm start, cutoffs,
 bounds and the evaluator check); only the translation to the backend differs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import Any, ClassVar
 
 from balance_opt.evaluate import Schedule
@@ -15,7 +16,16 @@ from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Option, Solver
 from balance_opt.solvers.common.warm_start import balance_schedule
-from balance_opt.solvers.milp.options import INDICATORS, MODE_BOUNDS, PLANS, SELECTORS, SweepOptions
+from balance_opt.solvers.milp.options import (
+    BEST_KNOWN,
+    INDICATORS,
+    MODE_BOUNDS,
+    PLANS,
+    SELECTORS,
+    SweepOptions,
+)
+
+SWEEP_KEYS = frozenset(f.name for f in fields(SweepOptions))
 
 
 def sweep_options(
@@ -30,6 +40,10 @@ def sweep_options(
         "mode_bounds": Option(mode_bounds, MODE_BOUNDS),
         "plan": Option(plan, PLANS),
         "selectors": Option(selectors, SELECTORS),
+        # refutation (docs/milp.md): off unless set; their values are checked together
+        "cutoff": Option(None, kind=int, minimum=0),
+        "z_time_limit": Option(None, kind=float),
+        "split": Option(0, minimum=0),
     }
 
 
@@ -41,6 +55,18 @@ class MilpSolver(Solver):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.sweep = SweepOptions.from_options(self.options)
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Names and types (the declarations), then the sweep's values together (ValueError);
+        ``cutoff = "best-known"`` passes here: ``library refs`` replaces it per instance, and
+        the solver itself refuses it."""
+        best_known = options.get("cutoff") == BEST_KNOWN
+        super().check_options({k: v for k, v in options.items() if not (best_known and k == "cutoff")})
+        values = {k: v for k, v in {**cls.option_defaults(), **options}.items() if k in SWEEP_KEYS}
+        if best_known:
+            values.pop("cutoff")
+        SweepOptions.from_options(values)
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         """``backend(formulation, time_limit, start, strict) -> BackendResult``."""
@@ -111,4 +137,32 @@ class CpSatMilpSolver(MilpSolver):
         return backend
 
 
-__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver"]
+class ScipMilpSolver(MilpSolver):
+    """The same formulation solved by SCIP (PySCIPOpt), one thread, big-M rows."""
+
+    name = "milp-scip"
+    # SCIP's branch and bound is sequential: one thread is the only value accepted
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        **sweep_options(1, "never", "gap-first", "auto"),
+        "threads": Option(1, choices=(1,)),
+    }
+    requires = ("pyscipopt",)
+    install = "'balance-opt[scip]' (or pyscipopt)"
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        threads = options.get("threads", 1)
+        if threads != 1:
+            raise ValueError(f"milp-scip runs on one thread, got threads={threads!r}")
+        super().check_options(options)
+
+    def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
+        from balance_opt.solvers.milp.scip_backend import solve_scip
+
+        def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
+            return solve_scip(f, time_limit=limit, seed=seed, start=start)
+
+        return backend
+
+
+__all__ = ["CpSatMilpSolver", "HighsMilpSolver", "MilpSolver", "ScipMilpSolver"]

@@ -20,6 +20,9 @@ Selectors = Literal["auto", "always", "never"]
 # How CP-SAT enforces an indicator row: natively, or by a data-derived big-M row.
 Indicators = Literal["enforce", "bigm"]
 
+# The value ``library refs`` replaces by each instance's best known count (option ``cutoff``).
+BEST_KNOWN = "best-known"
+
 MODE_BOUNDS: tuple[ModeBounds, ...] = get_args(ModeBounds)
 PLANS: tuple[Plan, ...] = get_args(Plan)
 SELECTORS: tuple[Selectors, ...] = get_args(Selectors)
@@ -30,18 +33,42 @@ INDICATORS: tuple[Indicators, ...] = get_args(Indicators)
 class SweepOptions:
     """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`).
 
-    No defaults here: each solver declares its own (``option_specs``, where the values are
-    checked), and every solver passes all four.
+    No defaults for the first four: each solver declares its own (``option_specs``, where
+    the values' types and domains are checked), and every solver passes all four. The
+    refutation options (docs/milp.md, "Refutation") are off by default.
     """
 
     warm_start: bool  # start from the heuristic's schedule when there is no hint
     mode_bounds: ModeBounds
     plan: Plan
     selectors: Selectors
+    cutoff: int | None = None  # refute "more than cutoff served" instead of optimising
+    z_time_limit: float | None = None  # seconds per z model solve (None: the sweep's share)
+    split: int = 0  # refutation: parts per z (by the AD count) after a whole-z timeout
+
+    def __post_init__(self) -> None:
+        if self.cutoff == BEST_KNOWN:
+            raise ValueError(
+                f"cutoff {BEST_KNOWN!r} is resolved per instance by `balance-opt library refs`; "
+                "give an integer elsewhere"
+            )
+        if self.cutoff is not None and (not _is_int(self.cutoff) or self.cutoff < 0):
+            raise ValueError(f"cutoff must be an integer >= 0 or null, got {self.cutoff!r}")
+        z_limit = self.z_time_limit
+        if z_limit is not None and (isinstance(z_limit, bool) or not isinstance(z_limit, int | float)):
+            raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
+        if z_limit is not None and not z_limit > 0:
+            raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
+        if not _is_int(self.split) or self.split == 1 or self.split < 0:
+            raise ValueError(f"split must be 0 (off) or an integer >= 2, got {self.split!r}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SweepOptions:
         """The sweep's fields picked from a solver's options (the others are the backend's)."""
-        picked = {f.name: options[f.name] for f in fields(cls)}
+        picked = {f.name: options[f.name] for f in fields(cls) if f.name in options}
         picked["warm_start"] = bool(picked["warm_start"])
         return cls(**picked)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

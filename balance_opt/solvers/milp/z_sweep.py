@@ -39,6 +39,7 @@ from balance_opt.solvers.common.bounds import (
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
+from balance_opt.solvers.milp.split import ad_count_parts, check_cover, part_model
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.status import Termination
 
@@ -115,20 +116,26 @@ def search(
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     inc = _first_incumbent(inst, hint, heuristic if options.warm_start else None)
+    floor = options.cutoff or 0  # refutation: every z must beat this as well as the incumbent
     always = options.selectors == "always"
     states = {z: _ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
     budget_end = None
     if time_limit is not None and deadline is not None:  # within the limit even after a long setup
         budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
-    _bound_every_z(inst, states, inc.served, budget_end, options.selectors)
+    _bound_every_z(inst, states, max(inc.served, floor), budget_end, options.selectors)
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
     inc = _sweep(inst, backend, states, order, inc, deadline, options)
+    if options.cutoff is not None and options.split:
+        for z in order:
+            if not states[z].done:
+                inc = _refute_by_parts(inst, backend, states[z], inc, floor, deadline, options)
     bound = max([inc.served, *(st.bound for st in states.values())])
     all_done = all(st.done for st in states.values())
     ended = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == inc.served else ended
     stats = {
         "incumbent_source": inc.source,
+        **({} if options.cutoff is None else {"cutoff": options.cutoff, "refuted": bound <= options.cutoff}),
         "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
     }
     return SolverOutput(inc.schedule, stop, None, bound, inc.objective, stats)
@@ -170,7 +177,8 @@ def _sweep(
     asked only for incumbent + 2 (proving a gap of at most 1 is far quicker than
     closing it), and the last sweep closes what is left with all the time remaining.
     """
-    if deadline is None:
+    floor = options.cutoff or 0
+    if deadline is None or options.cutoff is not None:  # a refutation asks each z once
         sweeps = [(1, 1.0)]
     elif options.plan == "gap-first":
         sweeps = [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
@@ -183,22 +191,23 @@ def _sweep(
             pending.sort(key=lambda z: states[z].bound)
         for n, z in enumerate(pending):
             st = states[z]
-            if st.bound <= inc.served:
+            target = max(inc.served, floor)
+            if st.bound <= target:
                 st.done = True
                 st.stats.setdefault("skipped", True)
                 continue
-            if st.bound < inc.served + extra:
+            if st.bound < target + extra:
                 continue  # already proved within this sweep's target
-            share = None
+            share = options.z_time_limit
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 if left <= 2.0 * TRANSLATE_S:
                     break
-                rest = sum(1 for w in pending[n:] if states[w].bound >= inc.served + extra)
+                rest = sum(1 for w in pending[n:] if states[w].bound >= target + extra)
                 even = left / rest
-                share = even if fraction >= 1.0 else max(fraction * even, min(even, QUICK_FLOOR))
-                share = min(share, left - TRANSLATE_S)
-            inc = _solve_z(inst, backend, st, inc, share, caps_now, extra)
+                even = even if fraction >= 1.0 else max(fraction * even, min(even, QUICK_FLOOR))
+                share = min(even, left - TRANSLATE_S, share or math.inf)
+            inc = _solve_z(inst, backend, st, inc, share, caps_now, extra, floor)
         if deadline is None or all(st.done for st in states.values()):
             break
     return inc
@@ -268,14 +277,16 @@ def _solve_z(
     share: float | None,
     use_caps: bool,
     extra: int,
+    floor: int = 0,
 ) -> _Incumbent:
-    """Solve one z model asking for ``incumbent + extra`` served; update bound and incumbent."""
+    """Solve one z model asking for ``max(incumbent, floor) + extra`` served; update bound and incumbent."""
     f = st.form
     z_start = time.perf_counter()
-    same_z = inc.schedule.z == f.z and inc.served > 0 and extra == 1
+    target = max(inc.served, floor)
+    same_z = inc.schedule.z == f.z and inc.served > 0 and extra == 1 and target == inc.served
     # at the incumbent's z, served >= incumbent with the incumbent as a start proves the
     # same as served >= incumbent + 1 and leaves the solver an incumbent to branch from
-    cutoff = inc.served if same_z else inc.served + extra
+    cutoff = inc.served if same_z else target + extra
     start = solution_values(f, inc.schedule) if same_z else None
     caps = st.caps if use_caps else None
     found, bounds, timed_out, stats = _solve_model(inst, backend, f, cutoff, start, share, caps)
@@ -297,7 +308,9 @@ def _solve_z(
         inc = found
     st.bound = min([st.bound, *bounds])
     # final when the model was solved through: its optimum (or "none >= cutoff") is known
-    st.done = not timed_out and bool(bounds) and (st.bound <= inc.served or improved or extra == 1)
+    st.done = (
+        not timed_out and bool(bounds) and (st.bound <= max(inc.served, floor) or improved or extra == 1)
+    )
     st.stats["runtime_s"] = st.stats.get("runtime_s", 0.0) + time.perf_counter() - z_start
     st.stats.setdefault("cutoffs", []).append(cutoff)
     st.stats.update(stats)
@@ -352,3 +365,47 @@ def _solve_model(
         start = None
         stats["rejected"] = len(no_goods)
     return found, bounds, timed_out, stats
+
+
+def _refute_by_parts(
+    inst: Instance,
+    backend: Backend,
+    st: _ZState,
+    inc: _Incumbent,
+    floor: int,
+    deadline: float | None,
+    options: SweepOptions,
+) -> _Incumbent:
+    """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part; returns the incumbent."""
+    f = st.form
+    target = max(inc.served, floor)
+    n_ad = len(f.x)
+    cap_ad = st.caps.get("ad", n_ad)
+    cap_sd = st.caps.get("sd", len(f.y))
+    intervals = ad_count_parts(n_ad, target + 1 - cap_sd, cap_ad, options.split)
+    check_cover(intervals, n_ad)
+    part_bounds: list[int | None] = []
+    record: list[dict[str, Any]] = []
+    for lo, hi in intervals:
+        limit = options.z_time_limit
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 2.0 * TRANSLATE_S:
+                part_bounds.append(None)
+                continue
+            limit = min(left - TRANSLATE_S, limit or math.inf)
+        t0 = time.perf_counter()
+        found, bounds, timed_out, _ = _solve_model(
+            inst, backend, part_model(f, lo, hi), target + 1, None, limit, st.caps
+        )
+        if found is not None and found.served > inc.served:
+            inc = found
+        proved = min(bounds) if bounds else None
+        part_bounds.append(proved)
+        seconds = round(time.perf_counter() - t0, 3)
+        record.append({"ad": [lo, hi], "bound": proved, "timed_out": timed_out, "runtime_s": seconds})
+    st.stats["split"] = record
+    if all(b is not None for b in part_bounds):
+        st.bound = min(st.bound, max(b for b in part_bounds if b is not None))
+    st.done = st.bound <= max(inc.served, floor)
+    return inc
