@@ -68,16 +68,16 @@ class Experiment:
 EXPERIMENTS = {
     e.name: e
     for e in (
-        Experiment("fig4a", "Fig. 4(a): throughput against K", "k", ("balance", "ad-only", "sd-only"),
+        Experiment("fig4a", "Fig. 4(a): throughput against K", "k", ("balance", "ad-only", "sd-only", "balance-plus"),
                    {"ad-only": 37.9, "sd-only": 33.4}),
-        Experiment("fig4b", "Fig. 4(b): throughput against Tmax", "tmax", ("balance", "ad-only", "sd-only"),
+        Experiment("fig4b", "Fig. 4(b): throughput against Tmax", "tmax", ("balance", "ad-only", "sd-only", "balance-plus"),
                    {"ad-only": 31.5, "sd-only": 27.3}),
-        Experiment("fig5a", "Fig. 5(a): throughput against LImax", "limax", ("balance", "ad-only", "sd-only"),
+        Experiment("fig5a", "Fig. 5(a): throughput against LImax", "limax", ("balance", "ad-only", "sd-only", "balance-plus"),
                    {"ad-only": 38.8, "sd-only": 23.9}),
-        Experiment("fig5b", "Fig. 5(b): throughput against LOmax", "lomax", ("balance", "ad-only", "sd-only"),
+        Experiment("fig5b", "Fig. 5(b): throughput against LOmax", "lomax", ("balance", "ad-only", "sd-only", "balance-plus"),
                    {"ad-only": 30.4, "sd-only": 27.3}),
         Experiment("fig6", "Fig. 6: BALANCE against exhaustive search, K = 10..16", "small-k",
-                   ("balance", "exhaustive"), exact=("exact", "exhaustive-p2"), timing=True),
+                   ("balance", "balance-plus", "exhaustive"), exact=("exact", "exhaustive-p2"), timing=True),
         Experiment("fig7a", "Fig. 7(a): ablations against K", "k", ("balance", "ecra", "ema", "ecrma"),
                    {"ecra": 5.6, "ema": 18.7, "ecrma": 23.7}),
         Experiment("fig7b", "Fig. 7(b): ablations against Tmax", "tmax", ("balance", "ecra", "ema", "ecrma"),
