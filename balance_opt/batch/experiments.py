@@ -65,16 +65,19 @@ class Experiment:
     timing: bool = False  # runtimes are the result: one solve at a time
 
 
+# the throughput figures: the paper's algorithm, its two single-mode baselines, and balance-plus
+THROUGHPUT = ("balance", "ad-only", "sd-only", "balance-plus")
+
 EXPERIMENTS = {
     e.name: e
     for e in (
-        Experiment("fig4a", "Fig. 4(a): throughput against K", "k", ("balance", "ad-only", "sd-only", "balance-plus"),
+        Experiment("fig4a", "Fig. 4(a): throughput against K", "k", THROUGHPUT,
                    {"ad-only": 37.9, "sd-only": 33.4}),
-        Experiment("fig4b", "Fig. 4(b): throughput against Tmax", "tmax", ("balance", "ad-only", "sd-only", "balance-plus"),
+        Experiment("fig4b", "Fig. 4(b): throughput against Tmax", "tmax", THROUGHPUT,
                    {"ad-only": 31.5, "sd-only": 27.3}),
-        Experiment("fig5a", "Fig. 5(a): throughput against LImax", "limax", ("balance", "ad-only", "sd-only", "balance-plus"),
+        Experiment("fig5a", "Fig. 5(a): throughput against LImax", "limax", THROUGHPUT,
                    {"ad-only": 38.8, "sd-only": 23.9}),
-        Experiment("fig5b", "Fig. 5(b): throughput against LOmax", "lomax", ("balance", "ad-only", "sd-only", "balance-plus"),
+        Experiment("fig5b", "Fig. 5(b): throughput against LOmax", "lomax", THROUGHPUT,
                    {"ad-only": 30.4, "sd-only": 27.3}),
         Experiment("fig6", "Fig. 6: BALANCE against exhaustive search, K = 10..16", "small-k",
                    ("balance", "balance-plus", "exhaustive"), exact=("exact", "exhaustive-p2"), timing=True),
