@@ -20,7 +20,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
-from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, ZData, caps
+from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, ZData, caps
 from balance_opt.solvers.exact.highs_lp import BOUND_EPS, count_bound, solve
 from balance_opt.solvers.exact.warm_lp import WarmLp
 from tests.strategies import small_instances
@@ -75,6 +75,13 @@ def _box_of(zd: ZData, inst: Instance, ad: list[int], sd: list[int]) -> tuple[in
     return tuple(int(np.searchsorted(v[d], at[d])) for d in DIMS)
 
 
+def draw_box(data: st.DataObject, root: Box) -> Box:
+    """A random box inside ``root``: each range a sorted pair of draws within its bounds."""
+    return tuple(
+        tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi))))) for lo, hi in root
+    )
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(max_users=5), st.data())
 def test_every_box_bounds_its_schedules(inst: Instance, data: st.DataObject) -> None:
@@ -85,9 +92,7 @@ def test_every_box_bounds_its_schedules(inst: Instance, data: st.DataObject) -> 
     root = zd.root()
     if root is None:
         return
-    box = tuple(
-        tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi))))) for lo, hi in root
-    )
+    box = draw_box(data, root)
     best = -1
     for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
         arr = np.array(modes, dtype=np.int8)

@@ -17,7 +17,7 @@ from balance_opt.solvers import get_solver
 from balance_opt.solvers.exact.boxes import RELAX, ZData, caps
 from balance_opt.solvers.exact.ranges import tighten
 from tests.strategies import small_instances
-from tests.test_exact import _box_of
+from tests.test_exact import _box_of, draw_box
 from tests.test_milp import cases
 
 pytest.importorskip("highspy")
@@ -33,9 +33,7 @@ def test_shrinking_keeps_every_schedule_that_beats_the_incumbent(inst: Instance,
     root = zd.root()
     if root is None:
         return
-    box = tuple(
-        tuple(sorted(data.draw(st.tuples(st.integers(lo, hi), st.integers(lo, hi))))) for lo, hi in root
-    )
+    box = draw_box(data, root)
     served = data.draw(st.integers(0, inst.num_users))
     t = zd.terms(box, RELAX)
     cap_a, cap_s, _ = caps(inst, t)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import re
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.solvers.common.output import quiet_stdout
+from balance_opt.solvers.common.output import quiet_stdout, redirected_fd
 from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.status import Termination
@@ -54,16 +53,11 @@ _NOISE = re.compile(r"^Cannot set feasibility tolerance to small value .* withou
 @contextlib.contextmanager
 def filtered_stderr() -> Iterator[None]:
     """Capture file descriptor 2 during a solve; re-emit every line but SoPlex's GMP notice."""
-    sys.stderr.flush()
-    saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         try:
-            os.dup2(tmp.fileno(), 2)
-            yield
+            with redirected_fd(2, tmp.fileno()):
+                yield
         finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
             tmp.seek(0)
             lines = tmp.read().decode(errors="replace").splitlines()
             kept = [line for line in lines if line.strip() and not _NOISE.match(line.strip())]
