@@ -23,6 +23,7 @@ value standing for all, they cost more time than the LPs they saved.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from balance_opt.instance import FloatArray
 from balance_opt.model import ad_user_memory, sd_user_memory
 from balance_opt.solvers.common.bounds import most_together
 from balance_opt.solvers.exact.boxes import Box, ZData
+from balance_opt.solvers.exact.pairs import LimitPairs
 
 # the most blocks of limit values and of paddings per z: one row per value up to this
 # many values (K <= 256 on the paper's presets). At fig4 K = 1000, z = 0.5, 64 blocks
@@ -58,10 +60,14 @@ def _prefix_least(
     np.minimum.at(out, count[fits], held[fits])
 
 
-def least_ad(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
+def least_ad(
+    zd: ZData, box: Box, blocks: int | None = None, per_limit: FloatArray | None = None
+) -> FloatArray:
     """``out[n]``: a lower bound on the KV bytes of any time-feasible n-user AD set of
     ``box`` (``inf`` where there is none; ``out[0] = 0``). With ``blocks``, the ``DA`` and
-    ``L1`` ranges are cut into at most that many blocks each (:func:`_blocks`)."""
+    ``L1`` ranges are cut into at most that many blocks each (:func:`_blocks`). With
+    ``per_limit`` (one row per block of ``DA``, filled with ``inf``), row b becomes the
+    curve of the sets whose tightest limit lies in block b; ``out`` is their minimum."""
     inst, v = zd.inst, zd.values
     (da0, da1), (l10, l11) = box[0], box[1]
     lo_all = inst.output_tokens
@@ -71,7 +77,7 @@ def least_ad(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
         return out
     padded = zd.ad[inst.input_tokens[zd.ad] <= v["L1"][l11]]
     pads = _blocks(l10, l11, blocks)
-    for i, j in _blocks(da0, da1, blocks):
+    for b, (i, j) in enumerate(_blocks(da0, da1, blocks)):
         users = padded[zd.limit[padded] >= v["DA"][i]]
         if users.size == 0:
             continue
@@ -82,11 +88,13 @@ def least_ad(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
         # still grow with the key alone (the prefix argument)
         cost = zd.ad_cost[np.ix_(pads[:, 0], users)]
         mem = ad_user_memory(inst, v["L1"][pads[:, :1]], lo_all[users][None, :])  # (15)
-        _prefix_least(lo_all[users], cost, mem, member, budget, inst.llm.beta_s, out)
-    return out
+        _prefix_least(lo_all[users], cost, mem, member, budget, inst.llm.beta_s, _row(out, per_limit, b))
+    return _folded(out, per_limit)
 
 
-def least_sd(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
+def least_sd(
+    zd: ZData, box: Box, blocks: int | None = None, per_limit: FloatArray | None = None
+) -> FloatArray:
     """As :func:`least_ad` for SD: thresholds ``DS``, ``L3``, ``L4``; key ``N``."""
     inst, v = zd.inst, zd.values
     (ds0, ds1), (l30, l31), (l40, l41) = box[2], box[3], box[4]
@@ -100,7 +108,7 @@ def least_sd(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
     fit = (inst.input_tokens[zd.sd] <= v["L3"][l31]) & (inst.accepted_drafts[zd.sd] <= v["L4"][l41])
     padded = zd.sd[fit]
     pads = _blocks(l30, l31, blocks)
-    for i, j in _blocks(ds0, ds1, blocks):
+    for b, (i, j) in enumerate(_blocks(ds0, ds1, blocks)):
         users = padded[zd.limit[padded] >= v["DS"][i]]
         if users.size == 0:
             continue
@@ -110,8 +118,19 @@ def least_sd(zd: ZData, box: Box, blocks: int | None = None) -> FloatArray:
         rows = np.ix_(pads[:, 0], users)
         cost = zd.sd_cost0[rows] + l4 * zd.sd_cost1[rows]  # (30)
         mem = sd_user_memory(inst, v["L3"][pads[:, :1]], l4, nk[users][None, :])  # (16)
-        _prefix_least(nk[users], cost, mem, member, budget, per_key, out)
-    return out
+        _prefix_least(nk[users], cost, mem, member, budget, per_key, _row(out, per_limit, b))
+    return _folded(out, per_limit)
+
+
+def _row(out: FloatArray, per_limit: FloatArray | None, b: int) -> FloatArray:
+    return out if per_limit is None else per_limit[b]
+
+
+def _folded(out: FloatArray, per_limit: FloatArray | None) -> FloatArray:
+    """``out``, or the minimum of the per-limit rows (``out[0] = 0`` either way)."""
+    if per_limit is None or per_limit.size == 0:
+        return out
+    return np.minimum(out, per_limit.min(axis=0))
 
 
 def _blocks(lo: int, hi: int, blocks: int | None) -> NDArray[np.int64]:
@@ -136,14 +155,37 @@ def most_within(least: FloatArray, room: float) -> int:
     return int(np.flatnonzero(least <= room).max())
 
 
-def z_bounds(zd: ZData) -> tuple[int, int, int]:
+@dataclass(frozen=True)
+class FirstBounds:
+    """One z's bounds before any LP (:func:`first_bounds`)."""
+
+    cap_a: int  # AD's most users alone, with all of the memory
+    cap_s: int  # SD's
+    memory: int  # both modes within the memory they share
+    pairs: LimitPairs  # per pair of tightest limits (:mod:`.pairs`)
+
+
+def first_bounds(zd: ZData, blocks: int | None = None) -> FirstBounds:
     """Per z: each mode's most users alone (with all of the memory; the exact optima of
-    Propositions 4 and 5 but for the uploads left out) and the most users of both modes
-    together under the shared memory (every limit value visited, up to ``BLOCKS``)."""
-    box = zd.full()
-    la, ls = least_ad(zd, box, BLOCKS), least_sd(zd, box, BLOCKS)
-    cap_a, cap_s = most_within(la, zd.memory_loose), most_within(ls, zd.memory_loose)
-    return cap_a, cap_s, most_together(la[: cap_a + 1], ls[: cap_s + 1], zd.memory_loose)
+    Propositions 4 and 5 but for the uploads left out), the most users of both modes
+    together under the shared memory, and the limit-pair bound (every limit value
+    visited, up to ``blocks`` blocks, ``BLOCKS`` by default)."""
+    box, blocks = zd.full(), BLOCKS if blocks is None else blocks
+    blocks_a, blocks_s = _blocks(*box[0], blocks), _blocks(*box[2], blocks)
+    rows_a = np.full((len(blocks_a) if zd.ad.size else 0, zd.ad.size + 1), np.inf)
+    rows_s = np.full((len(blocks_s) if zd.sd.size else 0, zd.sd.size + 1), np.inf)
+    la, ls = least_ad(zd, box, blocks, rows_a), least_sd(zd, box, blocks, rows_s)
+    room = zd.memory_loose
+    cap_a, cap_s = most_within(la, room), most_within(ls, room)
+    memory = most_together(la[: cap_a + 1], ls[: cap_s + 1], room)
+    pairs = LimitPairs(zd, blocks_a, rows_a[:, : cap_a + 1], blocks_s, rows_s[:, : cap_s + 1], room)
+    return FirstBounds(cap_a, cap_s, memory, pairs)
 
 
-__all__ = ["least_ad", "least_sd", "most_within", "z_bounds"]
+def z_bounds(zd: ZData) -> tuple[int, int, int]:
+    """:func:`first_bounds` without the pairs: the two caps and the shared-memory bound."""
+    fb = first_bounds(zd)
+    return fb.cap_a, fb.cap_s, fb.memory
+
+
+__all__ = ["FirstBounds", "first_bounds", "least_ad", "least_sd", "most_within", "z_bounds"]

@@ -29,7 +29,8 @@ from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
 from balance_opt.solvers.common.warm_start import balance_fast
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, Side, ZData, caps
 from balance_opt.solvers.exact.highs_lp import count_bound, solve
-from balance_opt.solvers.exact.memory import z_bounds
+from balance_opt.solvers.exact.memory import first_bounds
+from balance_opt.solvers.exact.pairs import LimitPairs
 from balance_opt.solvers.exact.ranges import tighten
 from balance_opt.solvers.exact.warm_lp import WarmLp
 
@@ -71,6 +72,7 @@ class BoxSearch:
         self.inst, self.inc, self.deadline = inst, incumbent, deadline
         self.heap: list[tuple[int, int, int, float, Box, Any]] = []  # ..., z, box, parent basis
         self.zdata: dict[float, ZData] = {}
+        self.pairs: dict[float, LimitPairs] = {}
         # two LPs per z: the first and the second half of a split, whichever thread bounds
         # them, so the sequence of solves of each HiGHS object (and so every result) does
         # not depend on ``threads``
@@ -127,8 +129,9 @@ class BoxSearch:
         start = time.perf_counter()
         zd = ZData(self.inst, z)
         self.zdata[z] = zd
-        cap_a, cap_s, memory = z_bounds(zd)
-        alone = {AD_MODE: cap_a, SD_MODE: cap_s}  # each mode alone
+        fb = first_bounds(zd)
+        self.pairs[z] = fb.pairs
+        alone = {AD_MODE: fb.cap_a, SD_MODE: fb.cap_s}  # each mode alone
         ranks = None
         for mode, lam, users in ((AD_MODE, 1.0, zd.ad), (SD_MODE, 0.0, zd.sd)):
             if alone[mode] > self.inc.served:  # it counts: the exact optimum and its schedule (Prop. 4, 5)
@@ -139,14 +142,15 @@ class BoxSearch:
         root = zd.root()
         value = None
         if root is not None:
-            both = min(alone[AD_MODE] + alone[SD_MODE], memory, int(np.union1d(zd.ad, zd.sd).size))
+            both = min(alone[AD_MODE] + alone[SD_MODE], fb.memory, fb.pairs.bound())
             value = self._bound(z, root, None, both, False, 0)[1]
             self._keep(z, root, 0, value, None)
         self.stats.per_z[f"{z:g}"] = {
             "eligible_ad": int(zd.ad.size),
             "eligible_sd": int(zd.sd.size),
             "caps": alone,
-            "memory_bound": memory,
+            "memory_bound": fb.memory,
+            "pair_bound": fb.pairs.bound(),
             "root_bound": value,
             "setup_s": round(time.perf_counter() - start, 4),
         }
@@ -161,20 +165,25 @@ class BoxSearch:
         from, whether an LP was solved and whether the box was shrunk. Without ``lp`` the
         box waits until it is split. Safe beside another slot's call: it only reads the
         search state."""
-        zd = self.zdata[z]
+        zd, pairs = self.zdata[z], self.pairs[z]
+        narrowed = False
+        if lp:  # the limit pairs that cannot beat the incumbent go first: a table look-up
+            cut = pairs.shrink(box, self.inc.served)
+            if cut is None:
+                return box, self.inc.served, basis, False, True
+            narrowed, box = cut != box, cut
         t = zd.terms(box, RELAX)
         cap_a, cap_s, quick = caps(self.inst, t)
-        value: int | float = min(quick, ceiling)
+        value: int | float = min(quick, ceiling, pairs.box_bound(box))
         if not lp or value <= self.inc.served:
-            return box, value, basis, False, False
+            return box, value, basis, False, narrowed
         tight = tighten(zd, box, self.inc.served, t, cap_a.total, cap_s.total)
         if tight is None:  # no slice of it can beat the incumbent
             return box, self.inc.served, basis, False, True
-        narrowed = tight != box
-        if narrowed:  # the cut ends' schedules cannot beat the incumbent
-            box, t = tight, zd.terms(tight, RELAX)
+        if tight != box:  # the cut ends' schedules cannot beat the incumbent
+            narrowed, box, t = True, tight, zd.terms(tight, RELAX)
             cap_a, cap_s, quick = caps(self.inst, t)
-            value = min(quick, ceiling)
+            value = min(quick, ceiling, pairs.box_bound(box))
             if value <= self.inc.served:
                 return box, value, basis, False, True
         lp_value, basis = self.lps[z, slot].solve(t, cap_a, cap_s, basis)
