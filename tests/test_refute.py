@@ -208,6 +208,29 @@ def test_library_refs_refutes_each_best_known_value(one_set: Path, tmp_path: Pat
     assert sum(r["config"] == "refute" for r in read_ledger(one_set)) == 1  # resumed, not redone
 
 
+def test_library_refs_refutes_several_instances_at_once(tmp_path: Path) -> None:
+    """With ``--jobs 2`` two refutations run side by side; each gets its own cutoff and
+    ledger row, and both instances gain their second proof."""
+    from balance_opt.cli import main
+
+    folder = tmp_path / "fig6"
+    folder.mkdir()
+    stems = ["small-k-11-s0003", "small-k-11-s0004"]
+    for stem in stems:
+        shutil.copy(LIBRARY / "fig6" / f"{stem}.json", folder)
+    config = tmp_path / "refute.toml"
+    config.write_text('solver = "milp-scip"\n[options]\ncutoff = "best-known"\nz_time_limit = 60\n')
+    assert main(["library", "refs", str(folder), "--heuristic", "balance"]) == 0
+    args = ["library", "refs", str(folder), "--config", str(config), "--no-heuristics", "--jobs", "2"]
+    assert main(args) == 0
+    rows = read_reference(folder)
+    refutes = [r for r in read_ledger(folder) if r["config"] == "refute"]
+    assert sorted(r["instance"] for r in refutes) == stems
+    for r in refutes:
+        assert r["bound"] == rows[r["instance"]]["best_known"]
+        assert "milp-scip:" in rows[r["instance"]]["proved_by"]
+
+
 def test_a_refutation_that_beats_a_claimed_optimum_stops_loudly(
     one_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

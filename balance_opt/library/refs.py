@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,26 +81,30 @@ class _Builder:
         self.best = {s: stored_best(folder, s, inst, sha) for s, (inst, sha) in instances.items()}
         self.outcome = RefsOutcome()
         self.config: SolverConfig | None = None
+        self._lock = threading.Lock()  # refutations of several instances record at once
 
     def done(self, stem: str, cfg: SolverConfig) -> bool:
         row = self.ledger.get((stem, cfg.hash))
         return row is not None and row["sha256"] == self.instances[stem][1]
 
-    def record(self, doc: dict[str, Any]) -> None:
+    def record(self, doc: dict[str, Any], config: SolverConfig | None = None) -> None:
+        """Ledger row and best schedule of one solve of ``config`` (default: ``self.config``)."""
         from balance_opt.library.reference import ledger_row
 
-        assert self.config is not None
+        config = config or self.config
+        assert config is not None
         stem = doc["run"]["stem"]
         inst, sha = self.instances[stem]
-        cfg = {"name": self.config.name, "hash": self.config.hash, "time_limit_s": self.config.time_limit_s}
+        cfg = {"name": config.name, "hash": config.hash, "time_limit_s": config.time_limit_s}
         row = {k: str(v if v is not None else "") for k, v in ledger_row(doc, stem, cfg).items()}
         row["feasible"] = "true" if doc["feasible"] else "false"
-        self.ledger[stem, self.config.hash] = row
-        write_ledger(self.folder, self.ledger.values())
-        self.outcome.solved += 1
-        if doc["status"] != Status.ERROR:
-            self._offer(stem, inst, sha, doc)
-        self._log_refutation(stem, doc)
+        with self._lock:
+            self.ledger[stem, config.hash] = row
+            write_ledger(self.folder, self.ledger.values())
+            self.outcome.solved += 1
+            if doc["status"] != Status.ERROR:
+                self._offer(stem, inst, sha, doc)
+            self._log_refutation(stem, doc)
 
     def _log_refutation(self, stem: str, doc: dict[str, Any]) -> None:
         """One line per refutation: refuted, or which z stayed open with their bounds."""
@@ -172,11 +178,13 @@ def build_references(
 def _refute_each(
     b: _Builder, cfg: SolverConfig, todo: Sequence[Path], executor: Executor | None, jobs: int
 ) -> None:
-    """Run ``cfg`` with its cutoff set to each instance's best known count, one instance at a time.
+    """Run ``cfg`` with its cutoff set to each instance's best known count, ``jobs``
+    instances at a time (each its own batch of one solve: the cutoff differs).
 
     The configuration hash covers the cutoff, so a refutation is redone only when the best
     known value changed (or was not refuted before with these options).
     """
+    runs: list[tuple[Path, SolverConfig]] = []
     for p in todo:
         best = b.best[p.stem]
         if best is None:
@@ -186,9 +194,23 @@ def _refute_each(
         if b.done(p.stem, mine):
             b.outcome.skipped += 1
             continue
-        b.log(f"{p.parent.name}: {cfg.name} refutes more than {best.served} served on {p.stem}")
-        b.config = mine
-        run_batch([p], [mine], executor=executor, jobs=jobs, progress=False, on_solution=b.record)
+        runs.append((p, mine))
+
+    def refute(run: tuple[Path, SolverConfig]) -> None:
+        p, mine = run
+        b.log(f"{p.parent.name}: {cfg.name} refutes more than {mine.options['cutoff']} served on {p.stem}")
+        run_batch([p], [mine], executor=executor, jobs=1, progress=False,
+                  on_solution=lambda doc: b.record(doc, mine))  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(refute, run) for run in runs]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:  # a contradiction (or a crash) stops the runs not started
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def _selected(stem: str, inst: Instance, max_users: int | None, only: Sequence[str]) -> bool:
