@@ -8,6 +8,7 @@ medians per preset and size.
 
     python benchmarks/bench_exact.py --presets fig4 fig5 --sizes 30 --seeds 5 --threads 1
     python benchmarks/bench_exact.py --presets fig4 --sizes 1000 --seeds 1 --time-limit 600
+    python benchmarks/bench_exact.py --presets fig5 --sizes 500 --first-seed 2 --seeds 2 --time-limit 600
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--presets", nargs="+", default=["fig4", "fig5"])
     p.add_argument("--sizes", nargs="+", type=int, default=[30])
-    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per size")
+    p.add_argument("--seeds", type=int, default=5, help="seeds FIRST..FIRST+N-1 per size")
+    p.add_argument("--first-seed", type=int, default=1, metavar="FIRST")
     p.add_argument("--time-limit", type=float, default=None, help="seconds per instance")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     for preset in args.presets:
         for users in args.sizes:
             rows = []
-            for seed in range(1, args.seeds + 1):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 row = run(preset, users, seed, args.time_limit, args.threads)
                 rows.append(row)
                 cells = " ".join(f"{row[c]!s:>9}" for c in COLS)
