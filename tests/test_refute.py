@@ -139,6 +139,30 @@ def test_refutation_options_are_checked() -> None:
             get_solver("milp-scip", **{key: value})
     with pytest.raises(ValueError, match="one thread"):
         get_solver("milp-scip", threads=2)
+    with pytest.raises(ValueError, match="clock"):
+        get_solver("milp-scip", clock="process")
+
+
+@pytest.mark.parametrize(("clock", "clocktype"), [("wall", 2), ("cpu", 1)])
+def test_scip_counts_its_limits_on_the_chosen_clock(
+    clock: str, clocktype: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from balance_opt.solvers.milp import scip_backend
+
+    models: list[object] = []
+    to_scip = scip_backend.to_scip
+
+    def keep(f: object) -> object:
+        m, xs = to_scip(f)  # type: ignore[arg-type]
+        models.append(m)
+        return m, xs
+
+    monkeypatch.setattr(scip_backend, "to_scip", keep)
+    inst = build_instance()
+    res = get_solver("milp-scip", clock=clock).solve(inst, time_limit=30)
+    assert res.feasible
+    assert models
+    assert {m.getParam("timing/clocktype") for m in models} == {clocktype}  # type: ignore[attr-defined]
 
 
 def test_a_bad_refutation_value_in_a_configuration_is_bad_input(tmp_path: Path) -> None:

@@ -145,6 +145,8 @@ class ScipMilpSolver(MilpSolver):
     option_specs: ClassVar[Mapping[str, Option]] = {
         **sweep_options(1, "never", "gap-first", "auto"),
         "threads": Option(1, choices=(1,)),
+        # what limits count: wall-clock seconds, or CPU seconds (for runs that may be paused)
+        "clock": Option("wall", ("wall", "cpu")),
     }
     requires = ("pyscipopt",)
     install = "'balance-opt[scip]' (or pyscipopt)"
@@ -159,8 +161,10 @@ class ScipMilpSolver(MilpSolver):
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.scip_backend import solve_scip
 
+        clock = str(self.options["clock"])
+
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
-            return solve_scip(f, time_limit=limit, seed=seed, start=start)
+            return solve_scip(f, time_limit=limit, seed=seed, start=start, clock=clock)
 
         return backend
 
