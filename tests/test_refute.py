@@ -1,4 +1,5 @@
-"""Refutation by the MILP backends (option ``cutoff``), SCIP, and the split of a z by AD count.
+"""Refutation by the MILP backends (option ``cutoff``), SCIP, and the split of a z by AD
+count or by a mode's tightest latency limit.
 
 Every claim is held to enumeration: a refutation of the optimum must hold and one of
 anything less must bring back a schedule serving more; the parts of a split z must cover
@@ -22,7 +23,7 @@ from balance_opt.library.reference import read_ledger, read_reference
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import build
 from balance_opt.solvers.milp.options import SweepOptions
-from balance_opt.solvers.milp.split import ad_count_parts, check_cover
+from balance_opt.solvers.milp.split import ad_count_parts, check_cover, limit_parts, split_parts
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _refute_by_parts, _ZState
 from tests.strategies import small_instances
 from tests.test_exhaustive import MODE_ORDER, brute_p1
@@ -60,6 +61,9 @@ def test_refuting_the_optimum_holds_and_below_it_fails(name: str, inst: Instance
         assert evaluate(inst, failed.schedule).served == opt
 
 
+SPLITS_BY = ("ad-count", "ad-limit", "sd-limit")
+
+
 @TINY
 @given(small_instances(max_users=5), st.sampled_from([0.001, 0.01, 0.2]), st.integers(2, 3), st.data())
 def test_a_cut_short_refutation_never_bounds_below_the_optimum(
@@ -68,7 +72,8 @@ def test_a_cut_short_refutation_never_bounds_below_the_optimum(
     """Whole-z solves cut short, then the parts: whatever stays open, the bound holds."""
     opt = brute_p1(inst)[0]
     cutoff = data.draw(st.integers(max(0, opt - 1), opt + 1))
-    options = {"cutoff": cutoff, "z_time_limit": z_limit, "split": parts, "warm_start": False}
+    by = data.draw(st.sampled_from(SPLITS_BY))
+    options = {"cutoff": cutoff, "z_time_limit": z_limit, "split": parts, "split_by": by, "warm_start": False}
     res = get_solver("milp-scip", **options).solve(inst)
     assert res.bound is not None
     assert res.served <= opt <= res.bound
@@ -80,9 +85,10 @@ def test_a_cut_short_refutation_never_bounds_below_the_optimum(
             assert part["bound"] is None or cutoff <= part["bound"] <= 2 * inst.num_users
 
 
+@pytest.mark.parametrize("by", SPLITS_BY)
 @TINY
 @given(small_instances(max_users=4), st.integers(2, 4))
-def test_a_z_refuted_by_parts_agrees_with_enumeration(inst: Instance, parts: int) -> None:
+def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, parts: int) -> None:
     from balance_opt.solvers.milp.scip_backend import solve_scip
 
     def backend(f, limit, start, strict):  # type: ignore[no-untyped-def]
@@ -104,6 +110,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(inst: Instance, parts: int
             selectors="auto",
             cutoff=floor,
             split=parts,
+            split_by=by,  # type: ignore[arg-type]
         )
         inc = _refute_by_parts(inst, backend, st_z, empty, floor, None, options)
         assert st_z.done  # every part was solved through
@@ -113,6 +120,42 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(inst: Instance, parts: int
         else:
             assert inc.served == opt
             assert evaluate(inst, inc.schedule).served == opt
+
+
+@pytest.mark.parametrize("by", ["ad-limit", "sd-limit"])
+@TINY
+@given(small_instances(max_users=5), st.integers(2, 5), st.data())
+def test_every_schedule_lies_in_exactly_one_limit_part(
+    by: str, inst: Instance, parts: int, data: st.DataObject
+) -> None:
+    """The rows a limit split adds hold for every schedule of the z in exactly one part."""
+    z = data.draw(st.sampled_from(inst.server.z_grid))
+    f = build(inst, z)
+    split = split_parts(inst, f, {}, 0, parts, by)
+    assert len(split) <= parts + 1
+    for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
+        value = np.zeros(len(f.vars))
+        for k, i in zip(f.ad_users, f.x, strict=True):
+            value[i] = float(modes[k] == 1)
+        for k, i in zip(f.sd_users, f.y, strict=True):
+            value[i] = float(modes[k] == 2)
+        if any(modes[k] == 1 for k in range(inst.num_users) if k not in f.ad_users):
+            continue  # not a schedule of the z model: a user outside AD's eligible set
+        if any(modes[k] == 2 for k in range(inst.num_users) if k not in f.sd_users):
+            continue
+        holds = [
+            all(float(np.dot(value[list(r.index)], r.coef)) <= r.rhs for r in g.rows[len(f.rows) :])
+            for _, g in split
+        ]
+        assert sum(holds) == 1, (modes, [label for label, _ in split])
+
+
+@given(st.lists(st.integers(0, 6).map(float), max_size=30), st.integers(2, 9))
+def test_the_limit_parts_partition_the_values(limits: list[float], parts: int) -> None:
+    intervals = limit_parts(np.array(limits), parts)
+    values = np.unique(limits)
+    check_cover(intervals, values.size - 1)
+    assert len(intervals) <= parts
 
 
 @given(st.integers(0, 80), st.integers(-5, 90), st.integers(-5, 90), st.integers(2, 9))
@@ -134,6 +177,7 @@ def test_a_gap_or_an_overlap_is_not_a_cover(intervals: list[tuple[int, int]]) ->
 
 def test_refutation_options_are_checked() -> None:
     bad = [("cutoff", -1), ("cutoff", 2.5), ("split", 1), ("z_time_limit", 0), ("cutoff", "best-known")]
+    bad += [("split_by", "z")]
     for key, value in bad:
         with pytest.raises(ValueError, match=key):
             get_solver("milp-scip", **{key: value})

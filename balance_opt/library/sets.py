@@ -22,7 +22,7 @@ from balance_opt.library.found import ADVERSARY_FINDS, Found
 LIBRARY_SEEDS = (1, 2, 3, 4, 5)
 GENERATE_COMMAND = "balance-opt library generate instances/paper"
 LARGE_K = (100, 150, 200)
-# Past exact solving today (docs/exact.md): one seed per point, references as proved so far.
+# Past the paper's sizes (docs/exact.md): one seed per point, references as proved so far.
 HUGE_K = (300, 500, 1000)
 # The theorem1-tight family: m = 1, 2, 3, 5, 10, 25, 50 and 95, the largest m the model allows.
 TIGHT_K = (2, 4, 6, 10, 20, 50, 100, 190)
@@ -84,7 +84,7 @@ def _huge_set() -> LibrarySet:
         Part(Sweep("large-fig4", "fig4", "users", HUGE_K, "K")),
         Part(Sweep("large-fig5", "fig5", "users", HUGE_K, "K")),
     )
-    title = "Past exact solving today: K = 300, 500, 1000, Fig. 4's and Fig. 5's users, the RTX 4090's memory"
+    title = "Past the paper's sizes: K = 300, 500, 1000, Fig. 4's and Fig. 5's users, the RTX 4090's memory"
     return LibrarySet("large", title, parts, seeds=(1,))
 
 

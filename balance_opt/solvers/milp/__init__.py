@@ -22,6 +22,7 @@ from balance_opt.solvers.milp.options import (
     MODE_BOUNDS,
     PLANS,
     SELECTORS,
+    SPLITS_BY,
     SweepOptions,
 )
 
@@ -44,6 +45,7 @@ def sweep_options(
         "cutoff": Option(None, kind=int, minimum=0),
         "z_time_limit": Option(None, kind=float),
         "split": Option(0, minimum=0),
+        "split_by": Option("ad-count", SPLITS_BY),
     }
 
 

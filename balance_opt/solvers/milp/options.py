@@ -20,6 +20,10 @@ Selectors = Literal["auto", "always", "never"]
 # How CP-SAT enforces an indicator row: natively, or by a data-derived big-M row.
 Indicators = Literal["enforce", "bigm"]
 
+# How a refutation splits a z left open (split.py): by the number of AD users, or by the
+# tightest latency limit of AD or of SD.
+SplitBy = Literal["ad-count", "ad-limit", "sd-limit"]
+
 # The value ``library refs`` replaces by each instance's best known count (option ``cutoff``).
 BEST_KNOWN = "best-known"
 
@@ -27,6 +31,7 @@ MODE_BOUNDS: tuple[ModeBounds, ...] = get_args(ModeBounds)
 PLANS: tuple[Plan, ...] = get_args(Plan)
 SELECTORS: tuple[Selectors, ...] = get_args(Selectors)
 INDICATORS: tuple[Indicators, ...] = get_args(Indicators)
+SPLITS_BY: tuple[SplitBy, ...] = get_args(SplitBy)
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,8 @@ class SweepOptions:
     selectors: Selectors
     cutoff: int | None = None  # refute "more than cutoff served" instead of optimising
     z_time_limit: float | None = None  # seconds per z model solve (None: the sweep's share)
-    split: int = 0  # refutation: parts per z (by the AD count) after a whole-z timeout
+    split: int = 0  # refutation: parts per z after a whole-z timeout
+    split_by: SplitBy = "ad-count"  # what the parts split
 
     def __post_init__(self) -> None:
         if self.cutoff == BEST_KNOWN:
@@ -61,6 +67,8 @@ class SweepOptions:
             raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
         if not _is_int(self.split) or self.split == 1 or self.split < 0:
             raise ValueError(f"split must be 0 (off) or an integer >= 2, got {self.split!r}")
+        if self.split_by not in SPLITS_BY:
+            raise ValueError(f"split_by must be one of {SPLITS_BY}, got {self.split_by!r}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SweepOptions:

@@ -1,4 +1,5 @@
-"""Refutation of one z by parts: the z model split along the number of AD users.
+"""Refutation of one z by parts: the z model split along the number of AD users, or
+along one mode's tightest latency limit.
 
 Where a whole-z refutation ("no schedule at z serves more than N") runs out of time, the
 z model is cut into parts by the AD count ``a = sum x``: intervals that partition
@@ -9,14 +10,31 @@ points are spread over the counts the caps leave possible (``a <= cap_AD`` and
 ``a >= N + 1 - cap_SD``), so the outer parts hold only what the cap rows refute at once.
 The z is refuted when every part is; the z bound is the largest part bound
 (``z_sweep._refute_by_parts`` solves the parts).
+
+Split by a mode's tightest limit (``split_by = "ad-limit"`` or ``"sd-limit"``): every
+schedule whose mode is not empty has one tightest limit ``min r_k`` over that mode's users
+(20), (21c); with the distinct limit values ``u_0 < ... < u_{m-1}`` of the mode's
+eligible users, index intervals ``[i, j]`` that partition ``0 .. m-1`` plus one part for
+the empty mode cover every schedule once. Part ``[i, j]`` fixes the mode's users with
+``r_k < u_i`` to 0 and asks for at least one with ``u_i <= r_k <= u_j``. This is where the
+z model's relaxation is weakest (the min over a mode's limits, docs/milp.md): inside a
+part the tightest limit is known to a range, as in `exact`'s boxes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any, Literal
 
+import numpy as np
+
+from balance_opt.instance import FloatArray, Instance
+from balance_opt.model import tolerated
 from balance_opt.solvers.milp.linear import COUNT, Formulation
+
+LimitMode = Literal["ad", "sd"]
 
 
 def ad_count_parts(n_ad: int, lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
@@ -31,15 +49,16 @@ def ad_count_parts(n_ad: int, lo: int, hi: int, parts: int) -> list[tuple[int, i
     return list(zip(starts, ends, strict=True))
 
 
-def check_cover(intervals: list[tuple[int, int]], n_ad: int) -> None:
-    """RuntimeError unless ``intervals`` are non-empty, in order, and partition ``0 .. n_ad``."""
+def check_cover(intervals: list[tuple[int, int]], n_ad: int, what: str = "the AD counts") -> None:
+    """RuntimeError unless ``intervals`` are non-empty, in order, and partition ``0 .. n_ad``
+    (``n_ad = -1``: no values, no intervals)."""
     expected = 0
     for lo, hi in intervals:
         if lo != expected or hi < lo:
-            raise RuntimeError(f"the parts {intervals} do not partition the AD counts 0..{n_ad}")
+            raise RuntimeError(f"the parts {intervals} do not partition {what} 0..{n_ad}")
         expected = hi + 1
     if expected != n_ad + 1:
-        raise RuntimeError(f"the parts {intervals} do not partition the AD counts 0..{n_ad}")
+        raise RuntimeError(f"the parts {intervals} do not partition {what} 0..{n_ad}")
 
 
 def part_model(f: Formulation, lo: int, hi: int) -> Formulation:
@@ -50,3 +69,77 @@ def part_model(f: Formulation, lo: int, hi: int) -> Formulation:
     if hi < len(f.x):
         g.add_row("split_hi", dict.fromkeys(f.x, 1.0), float(hi), COUNT)
     return g
+
+
+def user_limits(inst: Instance) -> FloatArray:
+    """Each user's latency limit ``r_k = T_k (1 + 1e-9) - down_k`` (20), (21c)."""
+    return np.asarray(tolerated(inst.deadline_s) - inst.download_s, dtype=np.float64)
+
+
+def _mode(f: Formulation, mode: LimitMode) -> tuple[list[int], list[int]]:
+    """The mode's user positions and their variable indices."""
+    return (f.ad_users, f.x) if mode == "ad" else (f.sd_users, f.y)
+
+
+def limit_parts(limits: FloatArray, parts: int) -> list[tuple[int, int]]:
+    """Intervals of the indices of the distinct values of ``limits`` that partition them,
+    at most ``parts`` of them, each holding about as many users."""
+    values = np.unique(limits)
+    if values.size == 0:
+        return []
+    rank = np.searchsorted(values, np.sort(limits))  # each user's value index, ascending
+    at = (math.ceil(n * limits.size / parts) for n in range(1, parts))
+    cuts = sorted({int(rank[p]) for p in at if p < limits.size} - {0})
+    starts = [0, *cuts]
+    ends = [c - 1 for c in cuts] + [int(values.size) - 1]
+    return list(zip(starts, ends, strict=True))
+
+
+def limit_part_model(
+    f: Formulation, mode: LimitMode, limits: FloatArray, part: tuple[int, int] | None
+) -> Formulation:
+    """``f`` restricted to the schedules whose ``mode`` has its tightest limit among the
+    distinct values ``part = (i, j)`` of its eligible users' ``limits`` (indexed by user),
+    or, with ``part`` None, to those where ``mode`` serves no one."""
+    users, var = _mode(f, mode)
+    g = replace(f, rows=list(f.rows))
+    if not users:
+        return g
+    if part is None:
+        g.add_row(f"split_{mode}_empty", dict.fromkeys(var, 1.0), 0.0, COUNT)
+        return g
+    values = np.unique(limits[users])
+    lo, hi = float(values[part[0]]), float(values[part[1]])
+    below = [i for k, i in zip(users, var, strict=True) if limits[k] < lo]
+    within = [i for k, i in zip(users, var, strict=True) if lo <= limits[k] <= hi]
+    if below:  # binaries: their sum at most 0 fixes each to 0
+        g.add_row(f"split_{mode}_below", dict.fromkeys(below, 1.0), 0.0, COUNT)
+    g.add_row(f"split_{mode}_tightest", dict.fromkeys(within, -1.0), -1.0, COUNT)
+    return g
+
+
+def split_parts(
+    inst: Instance, f: Formulation, caps: Mapping[str, int], need: int, parts: int, by: str
+) -> list[tuple[dict[str, Any], Formulation]]:
+    """The parts of ``f`` for a refutation of ``served >= need``, each with its label, their
+    cover checked: by the AD count (spread over what the caps ``caps["ad"]``,
+    ``caps["sd"]`` leave possible) or by a mode's tightest limit (``by``: "ad-count",
+    "ad-limit" or "sd-limit")."""
+    if by == "ad-count":
+        n_ad = len(f.x)
+        cap_ad, cap_sd = caps.get("ad", n_ad), caps.get("sd", len(f.y))
+        intervals = ad_count_parts(n_ad, need - cap_sd, cap_ad, parts)
+        check_cover(intervals, n_ad)
+        return [({"ad": [lo, hi]}, part_model(f, lo, hi)) for lo, hi in intervals]
+    mode: LimitMode = "ad" if by == "ad-limit" else "sd"
+    limits = user_limits(inst)
+    values = np.unique(limits[_mode(f, mode)[0]])
+    intervals = limit_parts(limits[_mode(f, mode)[0]], parts)
+    check_cover(intervals, values.size - 1, f"the {mode.upper()} limit values")
+    key = f"{mode}_limit"
+    empty = limit_part_model(f, mode, limits, None)
+    out: list[tuple[dict[str, Any], Formulation]] = [({key: "empty"}, empty)]
+    for i, j in intervals:
+        span = [float(values[i]), float(values[j])]
+        out.append(({key: span}, limit_part_model(f, mode, limits, (i, j))))
+    return out

@@ -39,7 +39,7 @@ from balance_opt.solvers.common.bounds import (
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
-from balance_opt.solvers.milp.split import ad_count_parts, check_cover, part_model
+from balance_opt.solvers.milp.split import split_parts
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.status import Termination
 
@@ -377,16 +377,10 @@ def _refute_by_parts(
     options: SweepOptions,
 ) -> _Incumbent:
     """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part; returns the incumbent."""
-    f = st.form
     target = max(inc.served, floor)
-    n_ad = len(f.x)
-    cap_ad = st.caps.get("ad", n_ad)
-    cap_sd = st.caps.get("sd", len(f.y))
-    intervals = ad_count_parts(n_ad, target + 1 - cap_sd, cap_ad, options.split)
-    check_cover(intervals, n_ad)
     part_bounds: list[int | None] = []
     record: list[dict[str, Any]] = []
-    for lo, hi in intervals:
+    for label, model in split_parts(inst, st.form, st.caps, target + 1, options.split, options.split_by):
         limit = options.z_time_limit
         if deadline is not None:
             left = deadline - time.perf_counter()
@@ -395,15 +389,13 @@ def _refute_by_parts(
                 continue
             limit = min(left - TRANSLATE_S, limit or math.inf)
         t0 = time.perf_counter()
-        found, bounds, timed_out, _ = _solve_model(
-            inst, backend, part_model(f, lo, hi), target + 1, None, limit, st.caps
-        )
+        found, bounds, timed_out, _ = _solve_model(inst, backend, model, target + 1, None, limit, st.caps)
         if found is not None and found.served > inc.served:
             inc = found
         proved = min(bounds) if bounds else None
         part_bounds.append(proved)
         seconds = round(time.perf_counter() - t0, 3)
-        record.append({"ad": [lo, hi], "bound": proved, "timed_out": timed_out, "runtime_s": seconds})
+        record.append({**label, "bound": proved, "timed_out": timed_out, "runtime_s": seconds})
     st.stats["split"] = record
     if all(b is not None for b in part_bounds):
         st.bound = min(st.bound, max(b for b in part_bounds if b is not None))
