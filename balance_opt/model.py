@@ -47,6 +47,12 @@ def tolerated(limit: Limit) -> Limit:
     return limit * (1.0 + REL_TOL)
 
 
+def latency_limits(inst: Instance) -> FloatArray:
+    """Each user's latency limit ``r_k = T_k (1 + REL_TOL) - down_k``: a mode's latency
+    must stay within the smallest ``r_k`` of its users (20), (21c)."""
+    return np.asarray(tolerated(inst.deadline_s) - inst.download_s, dtype=np.float64)
+
+
 @overload
 def within(value: float, limit: float) -> bool: ...
 @overload

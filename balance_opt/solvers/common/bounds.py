@@ -35,9 +35,9 @@ from balance_opt.model import (
     SD,
     ad_user_memory,
     has_compute,
+    latency_limits,
     loosened,
     sd_user_memory,
-    tolerated,
 )
 from balance_opt.solvers.common.warm_start import balance_fast
 
@@ -153,7 +153,7 @@ def deadline_pair_bound(
     """
     t0 = time.perf_counter()
     ranks = Ranks(inst, z) if ranks is None else ranks
-    r = (tolerated(inst.deadline_s) - inst.download_s).tolist()
+    r = latency_limits(inst).tolist()
     caps = {AD_MODE: ranks.rank(AD_MODE, ad_users), SD_MODE: ranks.rank(SD_MODE, sd_users)}
     best = max(caps.values())
     if not ad_users or not sd_users:

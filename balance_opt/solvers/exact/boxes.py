@@ -35,6 +35,7 @@ from balance_opt.model import (
     BOUND_TOL,
     ad_user_costs,
     ad_user_memory,
+    latency_limits,
     sd_user_costs,
     sd_user_memory,
     tolerated,
@@ -65,7 +66,7 @@ class ZData:
         ad, sd = eligible_users(inst, z)
         self.ad = np.asarray(ad, dtype=np.int64)
         self.sd = np.asarray(sd, dtype=np.int64)
-        self.limit = tolerated(inst.deadline_s) - inst.download_s  # r_k (20), (21c)
+        self.limit = latency_limits(inst)  # r_k (20), (21c)
         self.loose = self.limit + BOUND_TOL * inst.deadline_s
         weights = inst.server.memory_bytes - inst.free_memory(z)
         self.memory = tolerated(inst.server.memory_bytes) - weights  # (21d)

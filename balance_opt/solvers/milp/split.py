@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import tolerated
+from balance_opt.model import latency_limits
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 
 LimitMode = Literal["ad", "sd"]
@@ -69,11 +69,6 @@ def part_model(f: Formulation, lo: int, hi: int) -> Formulation:
     if hi < len(f.x):
         g.add_row("split_hi", dict.fromkeys(f.x, 1.0), float(hi), COUNT)
     return g
-
-
-def user_limits(inst: Instance) -> FloatArray:
-    """Each user's latency limit ``r_k = T_k (1 + 1e-9) - down_k`` (20), (21c)."""
-    return np.asarray(tolerated(inst.deadline_s) - inst.download_s, dtype=np.float64)
 
 
 def _mode(f: Formulation, mode: LimitMode) -> tuple[list[int], list[int]]:
@@ -132,9 +127,10 @@ def split_parts(
         check_cover(intervals, n_ad)
         return [({"ad": [lo, hi]}, part_model(f, lo, hi)) for lo, hi in intervals]
     mode: LimitMode = "ad" if by == "ad-limit" else "sd"
-    limits = user_limits(inst)
-    values = np.unique(limits[_mode(f, mode)[0]])
-    intervals = limit_parts(limits[_mode(f, mode)[0]], parts)
+    limits = latency_limits(inst)
+    own = limits[_mode(f, mode)[0]]
+    values = np.unique(own)
+    intervals = limit_parts(own, parts)
     check_cover(intervals, values.size - 1, f"the {mode.upper()} limit values")
     key = f"{mode}_limit"
     empty = limit_part_model(f, mode, limits, None)
