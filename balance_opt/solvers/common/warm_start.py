@@ -8,10 +8,25 @@ heuristics through here only.
 
 from __future__ import annotations
 
-from balance_opt.evaluate import Schedule
+import numpy as np
+
+from balance_opt.evaluate import AD, SD, Schedule
 from balance_opt.instance import Instance
+from balance_opt.solvers.heuristic.blocks import Counters
 from balance_opt.solvers.heuristic.fast import balance_fast
+from balance_opt.solvers.heuristic.plus import (
+    EFFORT,
+    AdByShare,
+    Incumbent,
+    ModeSearches,
+    PlusOutcome,
+    improve_at,
+    seed_shares,
+)
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
+
+# balance-plus's defaults: memory shares i / 10 and up to 64 deadline splits
+SPLITS, CUTS = 10, 0
 
 
 def balance_schedule(inst: Instance) -> Schedule | None:
@@ -20,4 +35,20 @@ def balance_schedule(inst: Instance) -> Schedule | None:
     return res.schedule if res.feasible else None
 
 
-__all__ = ["balance_fast", "balance_schedule"]
+def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | None = None) -> Schedule | None:
+    """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first, deadline splits,
+    alternation), asked for schedules serving more than ``schedule``; the best found, or
+    None. At most balance-plus's whole budget of single-mode searches (``EFFORT / K``)
+    runs, and none starts after ``until`` (a ``time.perf_counter()`` value)."""
+    stats = Counters()
+    ad = tuple(np.flatnonzero(schedule.modes == AD).tolist())
+    sd = tuple(np.flatnonzero(schedule.modes == SD).tolist())
+    inc = Incumbent(inst, PlusOutcome(schedule.z, None, ad, sd), stats)
+    shares = seed_shares([*inst.server.lambda_grid, 1.0], SPLITS)
+    ms = ModeSearches(inst, z, stats, [max(1, EFFORT // max(1, inst.num_users))], until)
+    start = [(ad, sd)] if schedule.z == z else []
+    improve_at(inc, ms, shares, AdByShare(inst, [z], shares, stats).at(z), start, CUTS)
+    return inc.best.schedule(inst) if inc.best.served > len(ad) + len(sd) else None
+
+
+__all__ = ["balance_fast", "balance_schedule", "improve_at_z"]

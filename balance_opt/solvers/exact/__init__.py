@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 TIME_RESERVE = 0.03  # share of the limit kept for the last evaluation and the result
 HEURISTIC_SHARE = 0.3  # of a time limit, at most this goes to the warm-start heuristic
+# under a time limit, a search still open at IMPROVE_AT of it tries to beat the incumbent
+# (:func:`_improve`), and no such search starts after IMPROVE_UNTIL of it
+IMPROVE_AT, IMPROVE_UNTIL = 0.3, 0.7
 
 
 class ExactSolver(Solver):
@@ -36,6 +39,7 @@ class ExactSolver(Solver):
     option_specs: ClassVar[Mapping[str, Option]] = {
         "warm_start": Option(True),
         "threads": Option(2, minimum=1),
+        "improve": Option(2, minimum=0),
     }
     proves = "P1"
     requires = ("highspy",)
@@ -45,8 +49,10 @@ class ExactSolver(Solver):
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
         warm = bool(self.options["warm_start"])
-        threads = int(self.options["threads"])
-        return solve_exact(instance, time_limit=time_limit, hint=hint, warm_start=warm, threads=threads)
+        threads, improve = int(self.options["threads"]), int(self.options["improve"])
+        return solve_exact(
+            instance, time_limit=time_limit, hint=hint, warm_start=warm, threads=threads, improve=improve
+        )
 
 
 def solve_exact(
@@ -56,8 +62,13 @@ def solve_exact(
     hint: Schedule | None = None,
     warm_start: bool = True,
     threads: int = 1,
+    improve: int = 2,
 ) -> SolverOutput:
-    """Run the box search over the whole z grid; the bound holds whenever it stops."""
+    """Run the box search over the whole z grid; the bound holds whenever it stops.
+
+    With ``warm_start``, ``balance``'s schedule starts the search; under a time limit, a
+    search still open at ``IMPROVE_AT`` of it runs balance-plus's search at the
+    ``improve`` z values of highest open bound (:func:`_improve`)."""
     from balance_opt.solvers.exact.search import BoxSearch, Incumbent
 
     start = time.perf_counter()
@@ -66,7 +77,7 @@ def solve_exact(
     incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
     search = BoxSearch(inst, incumbent, deadline, threads)
     try:
-        return _search(search, inst, start, time_limit, hint, warm_start)
+        return _search(search, inst, start, time_limit, hint, improve if warm_start else None)
     finally:
         search.close()
 
@@ -77,15 +88,16 @@ def _search(
     start: float,
     time_limit: float | None,
     hint: Schedule | None,
-    warm: bool,
+    improve: int | None,
 ) -> SolverOutput:
-    """The incumbent, the first pass over the z grid, then the box search."""
+    """The incumbent, the first pass over the z grid, then the box search (``improve``
+    None: no warm start)."""
     from balance_opt.solvers.common.warm_start import balance_fast
 
     grid = inst.server.z_grid
     if hint is not None:
         search.offer(hint)
-    if warm:  # under a limit, leave most of it to the bounds and the search
+    if improve is not None:  # under a limit, leave most of it to the bounds and the search
         until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
         search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst))
     proved = True
@@ -95,6 +107,9 @@ def _search(
             proved = False
             break
         search.add_z(z)
+    if improve and time_limit is not None:
+        until = start + IMPROVE_UNTIL * time_limit
+        search.hook = (start + IMPROVE_AT * time_limit, lambda: _improve(search, inst, until, improve))
     setup = time.perf_counter() - start
     proved = search.run() and proved
     bound = search.bound()
@@ -111,6 +126,28 @@ def _search(
     ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == served else ended
     return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
+
+
+def _improve(search: BoxSearch, inst: Instance, until: float, count: int) -> None:
+    """balance-plus's search (:func:`.warm_start.improve_at_z`) at the ``count`` z values
+    of the highest open bounds, each asked to beat the incumbent.
+
+    Where memory binds, the box search's incumbent stays ``balance``'s schedule, one or
+    two users short, long after the bounds near the optimum (fig5 K = 70: 27, 26, 28, 26,
+    29 against optima 28, 27, 29, 27, 31), and the optima lie at the z of high bounds.
+    Only a run that a time limit will stop needs it early; a proof gains less than it
+    costs (docs/exact.md).
+    """
+    from balance_opt.solvers.common.warm_start import improve_at_z
+
+    started = time.perf_counter()
+    for z in search.open_z()[:count]:
+        if time.perf_counter() > until:
+            break
+        better = improve_at_z(inst, z, search.inc.schedule, until)
+        if better is not None:
+            search.offer(better)
+    search.stats.improve_s = round(time.perf_counter() - started, 4)
 
 
 __all__ = ["ExactSolver", "solve_exact"]

@@ -17,6 +17,7 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ class Stats:
     pruned: int = 0
     rejected: int = 0  # program points the evaluator turned down
     setup_s: float = 0.0
+    improve_s: float = 0.0  # balance-plus's search at the z of highest root bounds
     per_z: dict[str, dict[str, Any]] = field(default_factory=dict)
     trace: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds, served, bound)
 
@@ -83,6 +85,8 @@ class BoxSearch:
         self._tick = itertools.count()
         self._start = time.perf_counter()
         self._last = (-1, -1)
+        # (when, what): called once from the loop when the search is still open then
+        self.hook: tuple[float, Callable[[], None]] | None = None
 
     def close(self) -> None:
         """Stop the helper thread, if any."""
@@ -98,6 +102,13 @@ class BoxSearch:
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def open_z(self) -> list[float]:
+        """The z values of the open boxes, highest bound first."""
+        best: dict[float, int] = {}
+        for neg, *_, z, _box, _basis in self.heap:
+            best[z] = max(best.get(z, 0), -neg)
+        return sorted(best, key=lambda z: (-best[z], abs(z - self.inc.schedule.z), z))
 
     def bound(self) -> int:
         """The proved upper bound on P1's optimum right now."""
@@ -215,6 +226,10 @@ class BoxSearch:
     def run(self) -> bool:
         """Search until proved or out of time; True when every box was closed."""
         while self.heap:
+            if self.hook is not None and time.perf_counter() > self.hook[0]:
+                call, self.hook = self.hook[1], None
+                call()  # it may raise the incumbent: look at the heap again
+                continue
             neg, depth, _, z, box, basis = self.heap[0]
             if -neg <= self.inc.served:
                 self.stats.pruned += len(self.heap)

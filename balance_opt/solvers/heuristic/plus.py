@@ -19,6 +19,7 @@ the instance and the options.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,9 +60,12 @@ class PlusOutcome:
 class ModeSearches:
     """The exact single-mode searches at one ``z``, over any set of users and memory."""
 
-    def __init__(self, inst: Instance, z: float, stats: Counters, budget: list[int]) -> None:
-        """``budget[0]``: how many more searches may run (shared by every z, counted down)."""
-        self.inst, self.z, self.stats, self.budget = inst, z, stats, budget
+    def __init__(
+        self, inst: Instance, z: float, stats: Counters, budget: list[int], until: float | None = None
+    ) -> None:
+        """``budget[0]``: how many more searches may run (shared by every z, counted down);
+        ``until``: a ``time.perf_counter()`` value after which no search starts."""
+        self.inst, self.z, self.stats, self.budget, self.until = inst, z, stats, budget, until
         self.free = inst.free_memory(z)
         self.ctx = SdContext(inst, z) if z < 1.0 else None
         # per L3: a bound on Algorithm 2's d* over all users in all the memory, which bounds
@@ -87,8 +91,8 @@ class ModeSearches:
         return sd_mode(self.inst, self.mask(users), self.z).kv_bytes
 
     def spend(self) -> bool:
-        """Take one search from the budget; False when it is spent."""
-        if self.budget[0] <= 0:
+        """Take one search from the budget; False when it is spent (or the time is up)."""
+        if self.budget[0] <= 0 or (self.until is not None and time.perf_counter() > self.until):
             self.stats.add("searches_cut")
             return False
         self.budget[0] -= 1
