@@ -61,7 +61,7 @@ def test_refuting_the_optimum_holds_and_below_it_fails(name: str, inst: Instance
         assert evaluate(inst, failed.schedule).served == opt
 
 
-SPLITS_BY = ("ad-count", "ad-limit", "sd-limit")
+SPLITS_BY = ("ad-count", "ad-limit", "sd-limit", "limits")
 
 
 @TINY
@@ -122,7 +122,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, p
             assert evaluate(inst, inc.schedule).served == opt
 
 
-@pytest.mark.parametrize("by", ["ad-limit", "sd-limit"])
+@pytest.mark.parametrize("by", ["ad-limit", "sd-limit", "limits"])
 @TINY
 @given(small_instances(max_users=5), st.integers(2, 5), st.data())
 def test_every_schedule_lies_in_exactly_one_limit_part(
@@ -132,7 +132,7 @@ def test_every_schedule_lies_in_exactly_one_limit_part(
     z = data.draw(st.sampled_from(inst.server.z_grid))
     f = build(inst, z)
     split = split_parts(inst, f, {}, 0, parts, by)
-    assert len(split) <= parts + 1
+    assert len(split) <= (parts + 1) ** (2 if by == "limits" else 1)
     for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
         value = np.zeros(len(f.vars))
         for k, i in zip(f.ad_users, f.x, strict=True):

@@ -22,7 +22,7 @@ Indicators = Literal["enforce", "bigm"]
 
 # How a refutation splits a z left open (split.py): by the number of AD users, or by the
 # tightest latency limit of AD or of SD.
-SplitBy = Literal["ad-count", "ad-limit", "sd-limit"]
+SplitBy = Literal["ad-count", "ad-limit", "sd-limit", "limits"]
 
 # The value ``library refs`` replaces by each instance's best known count (option ``cutoff``).
 BEST_KNOWN = "best-known"

@@ -118,15 +118,28 @@ def split_parts(
 ) -> list[tuple[dict[str, Any], Formulation]]:
     """The parts of ``f`` for a refutation of ``served >= need``, each with its label, their
     cover checked: by the AD count (spread over what the caps ``caps["ad"]``,
-    ``caps["sd"]`` leave possible) or by a mode's tightest limit (``by``: "ad-count",
-    "ad-limit" or "sd-limit")."""
+    ``caps["sd"]`` leave possible), by a mode's tightest limit (``by``: "ad-count",
+    "ad-limit" or "sd-limit"), or by both modes' (``"limits"``: every AD part with every
+    SD part, up to ``(parts + 1)^2`` of them)."""
     if by == "ad-count":
         n_ad = len(f.x)
         cap_ad, cap_sd = caps.get("ad", n_ad), caps.get("sd", len(f.y))
         intervals = ad_count_parts(n_ad, need - cap_sd, cap_ad, parts)
         check_cover(intervals, n_ad)
         return [({"ad": [lo, hi]}, part_model(f, lo, hi)) for lo, hi in intervals]
-    mode: LimitMode = "ad" if by == "ad-limit" else "sd"
+    if by == "limits":  # every AD part with every SD part: the product of two partitions
+        return [
+            ({**label_a, **label_s}, part_s)
+            for label_a, part_a in _limit_split(inst, f, "ad", parts)
+            for label_s, part_s in _limit_split(inst, part_a, "sd", parts)
+        ]
+    return _limit_split(inst, f, "ad" if by == "ad-limit" else "sd", parts)
+
+
+def _limit_split(
+    inst: Instance, f: Formulation, mode: LimitMode, parts: int
+) -> list[tuple[dict[str, Any], Formulation]]:
+    """The parts of ``f`` by ``mode``'s tightest limit (the empty mode first), their cover checked."""
     limits = latency_limits(inst)
     own = limits[_mode(f, mode)[0]]
     values = np.unique(own)
