@@ -1,5 +1,5 @@
 """Refutation by the MILP backends (option ``cutoff``), SCIP, and the split of a z by AD
-count or by a mode's tightest latency limit.
+count, by a mode's tightest latency limit or by both.
 
 Every claim is held to enumeration: a refutation of the optimum must hold and one of
 anything less must bring back a schedule serving more; the parts of a split z must cover
@@ -22,7 +22,7 @@ from balance_opt.instance import Instance
 from balance_opt.library.reference import read_ledger, read_reference
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import build
-from balance_opt.solvers.milp.options import SweepOptions
+from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
 from balance_opt.solvers.milp.split import ad_count_parts, check_cover, limit_parts, split_parts
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _refute_by_parts, _ZState
 from tests.strategies import small_instances
@@ -59,9 +59,6 @@ def test_refuting_the_optimum_holds_and_below_it_fails(name: str, inst: Instance
         assert not failed.stats["refuted"]
         assert failed.served == failed.bound == opt
         assert evaluate(inst, failed.schedule).served == opt
-
-
-SPLITS_BY = ("ad-count", "ad-limit", "sd-limit", "limits")
 
 
 @TINY

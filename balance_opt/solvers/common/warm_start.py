@@ -25,7 +25,8 @@ from balance_opt.solvers.heuristic.plus import (
 )
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
 
-# balance-plus's defaults: memory shares i / 10 and up to 64 deadline splits
+# balance-plus's memory shares i / 10; no deadline splits (they cost most of the search's
+# time at fig5 K = 70 and none of its gains came from them, docs/exact.md)
 SPLITS, CUTS = 10, 0
 
 
@@ -36,8 +37,8 @@ def balance_schedule(inst: Instance) -> Schedule | None:
 
 
 def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | None = None) -> Schedule | None:
-    """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first, deadline splits,
-    alternation), asked for schedules serving more than ``schedule``; the best found, or
+    """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first,
+    alternation; no deadline splits), asked for schedules serving more than ``schedule``; the best found, or
     None. At most balance-plus's whole budget of single-mode searches (``EFFORT / K``)
     runs, and none starts after ``until`` (a ``time.perf_counter()`` value)."""
     stats = Counters()

@@ -77,7 +77,7 @@ def solve_exact(
     incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
     search = BoxSearch(inst, incumbent, deadline, threads)
     try:
-        return _search(search, inst, start, time_limit, hint, improve if warm_start else None)
+        return _search(search, inst, start, time_limit, hint, warm_start, improve)
     finally:
         search.close()
 
@@ -88,16 +88,16 @@ def _search(
     start: float,
     time_limit: float | None,
     hint: Schedule | None,
-    improve: int | None,
+    warm: bool,
+    improve: int,
 ) -> SolverOutput:
-    """The incumbent, the first pass over the z grid, then the box search (``improve``
-    None: no warm start)."""
+    """The incumbent, the first pass over the z grid, then the box search."""
     from balance_opt.solvers.common.warm_start import balance_fast
 
     grid = inst.server.z_grid
     if hint is not None:
         search.offer(hint)
-    if improve is not None:  # under a limit, leave most of it to the bounds and the search
+    if warm:  # under a limit, leave most of it to the bounds and the search
         until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
         search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst))
     proved = True
@@ -107,7 +107,7 @@ def _search(
             proved = False
             break
         search.add_z(z)
-    if improve and time_limit is not None:
+    if warm and improve and time_limit is not None:
         until = start + IMPROVE_UNTIL * time_limit
         search.hook = (start + IMPROVE_AT * time_limit, lambda: _improve(search, inst, until, improve))
     setup = time.perf_counter() - start

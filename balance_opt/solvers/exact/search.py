@@ -60,7 +60,7 @@ class Stats:
     pruned: int = 0
     rejected: int = 0  # program points the evaluator turned down
     setup_s: float = 0.0
-    improve_s: float = 0.0  # balance-plus's search at the z of highest root bounds
+    improve_s: float = 0.0  # balance-plus's search at the z of highest open bounds
     per_z: dict[str, dict[str, Any]] = field(default_factory=dict)
     trace: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds, served, bound)
 

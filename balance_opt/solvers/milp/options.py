@@ -20,8 +20,8 @@ Selectors = Literal["auto", "always", "never"]
 # How CP-SAT enforces an indicator row: natively, or by a data-derived big-M row.
 Indicators = Literal["enforce", "bigm"]
 
-# How a refutation splits a z left open (split.py): by the number of AD users, or by the
-# tightest latency limit of AD or of SD.
+# How a refutation splits a z left open (split.py): by the number of AD users, by the
+# tightest latency limit of AD or of SD, or by both tightest limits.
 SplitBy = Literal["ad-count", "ad-limit", "sd-limit", "limits"]
 
 # The value ``library refs`` replaces by each instance's best known count (option ``cutoff``).

@@ -1,5 +1,5 @@
-"""Refutation of one z by parts: the z model split along the number of AD users, or
-along one mode's tightest latency limit.
+"""Refutation of one z by parts: the z model split along the number of AD users, along
+one mode's tightest latency limit, or along both modes'.
 
 Where a whole-z refutation ("no schedule at z serves more than N") runs out of time, the
 z model is cut into parts by the AD count ``a = sum x``: intervals that partition
@@ -18,7 +18,8 @@ eligible users, index intervals ``[i, j]`` that partition ``0 .. m-1`` plus one 
 the empty mode cover every schedule once. Part ``[i, j]`` fixes the mode's users with
 ``r_k < u_i`` to 0 and asks for at least one with ``u_i <= r_k <= u_j``. This is where the
 z model's relaxation is weakest (the min over a mode's limits, docs/milp.md): inside a
-part the tightest limit is known to a range, as in `exact`'s boxes.
+part the tightest limit is known to a range, as in `exact`'s boxes. With ``split_by =
+"limits"`` every AD part is crossed with every SD part (a product of two partitions).
 """
 
 from __future__ import annotations
@@ -127,20 +128,21 @@ def split_parts(
         intervals = ad_count_parts(n_ad, need - cap_sd, cap_ad, parts)
         check_cover(intervals, n_ad)
         return [({"ad": [lo, hi]}, part_model(f, lo, hi)) for lo, hi in intervals]
+    limits = latency_limits(inst)
     if by == "limits":  # every AD part with every SD part: the product of two partitions
         return [
             ({**label_a, **label_s}, part_s)
-            for label_a, part_a in _limit_split(inst, f, "ad", parts)
-            for label_s, part_s in _limit_split(inst, part_a, "sd", parts)
+            for label_a, part_a in _limit_split(f, "ad", limits, parts)
+            for label_s, part_s in _limit_split(part_a, "sd", limits, parts)
         ]
-    return _limit_split(inst, f, "ad" if by == "ad-limit" else "sd", parts)
+    return _limit_split(f, "ad" if by == "ad-limit" else "sd", limits, parts)
 
 
 def _limit_split(
-    inst: Instance, f: Formulation, mode: LimitMode, parts: int
+    f: Formulation, mode: LimitMode, limits: FloatArray, parts: int
 ) -> list[tuple[dict[str, Any], Formulation]]:
-    """The parts of ``f`` by ``mode``'s tightest limit (the empty mode first), their cover checked."""
-    limits = latency_limits(inst)
+    """The parts of ``f`` by ``mode``'s tightest limit (the empty mode first), their cover
+    checked; ``limits``: every user's latency limit."""
     own = limits[_mode(f, mode)[0]]
     values = np.unique(own)
     intervals = limit_parts(own, parts)
