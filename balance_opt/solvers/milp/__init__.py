@@ -46,6 +46,7 @@ def sweep_options(
         "z_time_limit": Option(None, kind=float),
         "split": Option(0, minimum=0),
         "split_by": Option("ad-count", SPLITS_BY),
+        "split_depth": Option(0, minimum=0),
     }
 
 

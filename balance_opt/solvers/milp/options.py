@@ -51,6 +51,7 @@ class SweepOptions:
     z_time_limit: float | None = None  # seconds per z model solve (None: the sweep's share)
     split: int = 0  # refutation: parts per z after a whole-z timeout
     split_by: SplitBy = "ad-count"  # what the parts split
+    split_depth: int = 0  # refutation: times a part left open is bisected again
 
     def __post_init__(self) -> None:
         if self.cutoff == BEST_KNOWN:
@@ -67,6 +68,10 @@ class SweepOptions:
             raise ValueError(f"z_time_limit must be a number > 0 or null, got {z_limit!r}")
         if not _is_int(self.split) or self.split == 1 or self.split < 0:
             raise ValueError(f"split must be 0 (off) or an integer >= 2, got {self.split!r}")
+        if not _is_int(self.split_depth) or self.split_depth < 0:
+            raise ValueError(f"split_depth must be an integer >= 0, got {self.split_depth!r}")
+        if self.split_depth and not self.split:
+            raise ValueError(f"split_depth {self.split_depth} bisects the parts of a split: set split >= 2")
         if self.split_by not in SPLITS_BY:
             raise ValueError(f"split_by must be one of {SPLITS_BY}, got {self.split_by!r}")
 

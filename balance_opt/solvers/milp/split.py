@@ -20,6 +20,11 @@ the empty mode cover every schedule once. Part ``[i, j]`` fixes the mode's users
 z model's relaxation is weakest (the min over a mode's limits, docs/milp.md): inside a
 part the tightest limit is known to a range, as in `exact`'s boxes. With ``split_by =
 "limits"`` every AD part is crossed with every SD part (a product of two partitions).
+
+A part is a :data:`Spec`: per axis (the AD count, or a mode's tightest limit), an interval
+or the empty mode. A part left open can be bisected (:func:`bisect`, option
+``split_depth``): its widest interval halved, the two halves checked to partition it, so
+the leaves of the bisections still hold every schedule of the z once.
 """
 
 from __future__ import annotations
@@ -114,43 +119,91 @@ def limit_part_model(
     return g
 
 
-def split_parts(
+# One part of a split z: per axis, an interval, or None for "this mode serves no one".
+# Axes: "ad" (the AD count), "ad_limit" and "sd_limit" (indices of the mode's distinct
+# latency limits, ascending). An axis a part does not name is unrestricted.
+Interval = tuple[int, int]
+Spec = dict[str, Interval | None]
+LIMIT_AXES: dict[str, LimitMode] = {"ad_limit": "ad", "sd_limit": "sd"}
+
+
+def split_specs(
     inst: Instance, f: Formulation, caps: Mapping[str, int], need: int, parts: int, by: str
-) -> list[tuple[dict[str, Any], Formulation]]:
-    """The parts of ``f`` for a refutation of ``served >= need``, each with its label, their
-    cover checked: by the AD count (spread over what the caps ``caps["ad"]``,
-    ``caps["sd"]`` leave possible), by a mode's tightest limit (``by``: "ad-count",
-    "ad-limit" or "sd-limit"), or by both modes' (``"limits"``: every AD part with every
-    SD part, up to ``(parts + 1)^2`` of them)."""
+) -> list[Spec]:
+    """The parts of ``f`` for a refutation of ``served >= need``, their covers checked: by
+    the AD count (spread over what the caps ``caps["ad"]``, ``caps["sd"]`` leave
+    possible), by a mode's tightest limit (``by``: "ad-count", "ad-limit" or "sd-limit"),
+    or by both modes' (``"limits"``: every AD part with every SD part, up to
+    ``(parts + 1)^2`` of them)."""
     if by == "ad-count":
         n_ad = len(f.x)
         cap_ad, cap_sd = caps.get("ad", n_ad), caps.get("sd", len(f.y))
         intervals = ad_count_parts(n_ad, need - cap_sd, cap_ad, parts)
         check_cover(intervals, n_ad)
-        return [({"ad": [lo, hi]}, part_model(f, lo, hi)) for lo, hi in intervals]
+        return [{"ad": iv} for iv in intervals]
     limits = latency_limits(inst)
     if by == "limits":  # every AD part with every SD part: the product of two partitions
-        return [
-            ({**label_a, **label_s}, part_s)
-            for label_a, part_a in _limit_split(f, "ad", limits, parts)
-            for label_s, part_s in _limit_split(part_a, "sd", limits, parts)
-        ]
-    return _limit_split(f, "ad" if by == "ad-limit" else "sd", limits, parts)
+        ad, sd = _limit_specs(f, "ad", limits, parts), _limit_specs(f, "sd", limits, parts)
+        return [{**a, **s} for a in ad for s in sd]
+    return _limit_specs(f, "ad" if by == "ad-limit" else "sd", limits, parts)
 
 
-def _limit_split(
-    f: Formulation, mode: LimitMode, limits: FloatArray, parts: int
-) -> list[tuple[dict[str, Any], Formulation]]:
-    """The parts of ``f`` by ``mode``'s tightest limit (the empty mode first), their cover
-    checked; ``limits``: every user's latency limit."""
+def _limit_specs(f: Formulation, mode: LimitMode, limits: FloatArray, parts: int) -> list[Spec]:
+    """The parts by ``mode``'s tightest limit, the empty mode first, their cover checked;
+    ``limits``: every user's latency limit."""
     own = limits[_mode(f, mode)[0]]
-    values = np.unique(own)
     intervals = limit_parts(own, parts)
-    check_cover(intervals, values.size - 1, f"the {mode.upper()} limit values")
+    check_cover(intervals, np.unique(own).size - 1, f"the {mode.upper()} limit values")
     key = f"{mode}_limit"
-    empty = limit_part_model(f, mode, limits, None)
-    out: list[tuple[dict[str, Any], Formulation]] = [({key: "empty"}, empty)]
-    for i, j in intervals:
-        span = [float(values[i]), float(values[j])]
-        out.append(({key: span}, limit_part_model(f, mode, limits, (i, j))))
+    specs: list[Spec] = [{key: None}]
+    specs.extend({key: iv} for iv in intervals)
+    return specs
+
+
+def part_of(f: Formulation, limits: FloatArray, spec: Spec) -> Formulation:
+    """``f`` restricted to the part ``spec``; ``limits``: every user's latency limit."""
+    g = f
+    for axis, iv in spec.items():
+        if axis == "ad":
+            assert iv is not None  # the AD count has no empty part
+            g = part_model(g, *iv)
+        else:
+            g = limit_part_model(g, LIMIT_AXES[axis], limits, iv)
+    return g
+
+
+def label_of(f: Formulation, limits: FloatArray, spec: Spec) -> dict[str, Any]:
+    """``spec`` as recorded: AD counts, and limits in seconds (or "empty")."""
+    out: dict[str, Any] = {}
+    for axis, iv in spec.items():
+        if axis == "ad" or iv is None:
+            out[axis] = "empty" if iv is None else list(iv)
+            continue
+        values = np.unique(limits[_mode(f, LIMIT_AXES[axis])[0]])
+        out[axis] = [float(values[iv[0]]), float(values[iv[1]])]
     return out
+
+
+def bisect(spec: Spec) -> list[Spec]:
+    """Two parts that partition ``spec`` by halving its widest interval (the first axis of
+    the widest, in the part's order), their cover checked; none when every interval is a
+    single value or an empty mode."""
+    wide = [(iv[1] - iv[0], axis) for axis, iv in spec.items() if iv is not None and iv[1] > iv[0]]
+    if not wide:
+        return []
+    width = max(w for w, _ in wide)
+    axis = next(a for w, a in wide if w == width)
+    lo, hi = spec[axis]  # type: ignore[misc]
+    mid = (lo + hi) // 2
+    halves = [(lo, mid), (mid + 1, hi)]
+    check_cover([(a - lo, b - lo) for a, b in halves], hi - lo, f"the {axis} interval {lo}..{hi}")
+    return [{**spec, axis: half} for half in halves]
+
+
+def split_parts(
+    inst: Instance, f: Formulation, caps: Mapping[str, int], need: int, parts: int, by: str
+) -> list[tuple[dict[str, Any], Formulation]]:
+    """The parts of :func:`split_specs`, each with its label."""
+    limits = latency_limits(inst)
+    specs = split_specs(inst, f, caps, need, parts, by)
+    return [(label_of(f, limits, s), part_of(f, limits, s)) for s in specs]

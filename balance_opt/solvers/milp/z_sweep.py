@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,6 +29,7 @@ from numpy.typing import NDArray
 
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
+from balance_opt.model import latency_limits
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.common.bounds import (
     AD_MODE,
@@ -39,7 +41,7 @@ from balance_opt.solvers.common.bounds import (
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.options import SweepOptions
-from balance_opt.solvers.milp.split import split_parts
+from balance_opt.solvers.milp.split import Spec, bisect, label_of, part_of, split_specs
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.status import Termination
 
@@ -376,28 +378,42 @@ def _refute_by_parts(
     deadline: float | None,
     options: SweepOptions,
 ) -> _Incumbent:
-    """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part; returns the incumbent."""
+    """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part, a part left
+    open bisected again up to ``options.split_depth`` times; returns the incumbent."""
     target = max(inc.served, floor)
-    part_bounds: list[int | None] = []
+    limits = latency_limits(inst)
+    specs = split_specs(inst, st.form, st.caps, target + 1, options.split, options.split_by)
+    # (part, depth, its parent's bound): depth first, a part's halves come next
+    queue: deque[tuple[Spec, int, int | None]] = deque((spec, 0, None) for spec in specs)
+    leaf_bounds: list[int | None] = []  # the leaves partition the z (each bisection checked)
     record: list[dict[str, Any]] = []
-    for label, model in split_parts(inst, st.form, st.caps, target + 1, options.split, options.split_by):
+    while queue:
+        spec, depth, cap = queue.popleft()
         limit = options.z_time_limit
         if deadline is not None:
             left = deadline - time.perf_counter()
             if left <= 2.0 * TRANSLATE_S:
-                part_bounds.append(None)
+                leaf_bounds.append(None)
                 continue
             limit = min(left - TRANSLATE_S, limit or math.inf)
         t0 = time.perf_counter()
+        model = part_of(st.form, limits, spec)
         found, bounds, timed_out, _ = _solve_model(inst, backend, model, target + 1, None, limit, st.caps)
         if found is not None and found.served > inc.served:
             inc = found
-        proved = min(bounds) if bounds else None
-        part_bounds.append(proved)
+        proved = min([*bounds, *([] if cap is None else [cap])], default=None)  # a half is in its parent
+        open_part = timed_out and (proved is None or proved > target) and inc.served <= target
+        halves = bisect(spec) if open_part and depth < options.split_depth else []
         seconds = round(time.perf_counter() - t0, 3)
+        label = {**label_of(st.form, limits, spec), "depth": depth}
         record.append({**label, "bound": proved, "timed_out": timed_out, "runtime_s": seconds})
+        if halves:  # this part's bound is replaced by its halves'
+            record[-1]["bisected"] = True
+            queue.extendleft((h, depth + 1, proved) for h in reversed(halves))
+        else:
+            leaf_bounds.append(proved)
     st.stats["split"] = record
-    if all(b is not None for b in part_bounds):
-        st.bound = min(st.bound, max(b for b in part_bounds if b is not None))
+    if all(b is not None for b in leaf_bounds):
+        st.bound = min(st.bound, max(b for b in leaf_bounds if b is not None))
     st.done = st.bound <= max(inc.served, floor)
     return inc
