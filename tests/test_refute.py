@@ -66,11 +66,13 @@ def test_refuting_the_optimum_holds_and_below_it_fails(name: str, inst: Instance
 def test_a_cut_short_refutation_never_bounds_below_the_optimum(
     inst: Instance, z_limit: float, parts: int, data: st.DataObject
 ) -> None:
-    """Whole-z solves cut short, then the parts: whatever stays open, the bound holds."""
+    """Whole-z solves cut short, then the parts (bisected where open): whatever stays
+    open, the bound holds."""
     opt = brute_p1(inst)[0]
     cutoff = data.draw(st.integers(max(0, opt - 1), opt + 1))
     by = data.draw(st.sampled_from(SPLITS_BY))
     options = {"cutoff": cutoff, "z_time_limit": z_limit, "split": parts, "split_by": by, "warm_start": False}
+    options["split_depth"] = data.draw(st.integers(0, 2))  # open parts bisected again
     res = get_solver("milp-scip", **options).solve(inst)
     assert res.bound is not None
     assert res.served <= opt <= res.bound
