@@ -128,20 +128,19 @@ LIMIT_AXES: dict[str, LimitMode] = {"ad_limit": "ad", "sd_limit": "sd"}
 
 
 def split_specs(
-    inst: Instance, f: Formulation, caps: Mapping[str, int], need: int, parts: int, by: str
+    f: Formulation, limits: FloatArray, caps: Mapping[str, int], need: int, parts: int, by: str
 ) -> list[Spec]:
     """The parts of ``f`` for a refutation of ``served >= need``, their covers checked: by
     the AD count (spread over what the caps ``caps["ad"]``, ``caps["sd"]`` leave
     possible), by a mode's tightest limit (``by``: "ad-count", "ad-limit" or "sd-limit"),
     or by both modes' (``"limits"``: every AD part with every SD part, up to
-    ``(parts + 1)^2`` of them)."""
+    ``(parts + 1)^2`` of them); ``limits``: every user's latency limit."""
     if by == "ad-count":
         n_ad = len(f.x)
         cap_ad, cap_sd = caps.get("ad", n_ad), caps.get("sd", len(f.y))
         intervals = ad_count_parts(n_ad, need - cap_sd, cap_ad, parts)
         check_cover(intervals, n_ad)
         return [{"ad": iv} for iv in intervals]
-    limits = latency_limits(inst)
     if by == "limits":  # every AD part with every SD part: the product of two partitions
         ad, sd = _limit_specs(f, "ad", limits, parts), _limit_specs(f, "sd", limits, parts)
         return [{**a, **s} for a in ad for s in sd]
@@ -205,5 +204,5 @@ def split_parts(
 ) -> list[tuple[dict[str, Any], Formulation]]:
     """The parts of :func:`split_specs`, each with its label."""
     limits = latency_limits(inst)
-    specs = split_specs(inst, f, caps, need, parts, by)
+    specs = split_specs(f, limits, caps, need, parts, by)
     return [(label_of(f, limits, s), part_of(f, limits, s)) for s in specs]

@@ -382,7 +382,7 @@ def _refute_by_parts(
     open bisected again up to ``options.split_depth`` times; returns the incumbent."""
     target = max(inc.served, floor)
     limits = latency_limits(inst)
-    specs = split_specs(inst, st.form, st.caps, target + 1, options.split, options.split_by)
+    specs = split_specs(st.form, limits, st.caps, target + 1, options.split, options.split_by)
     # (part, depth, its parent's bound): depth first, a part's halves come next
     queue: deque[tuple[Spec, int, int | None]] = deque((spec, 0, None) for spec in specs)
     leaf_bounds: list[int | None] = []  # the leaves partition the z (each bisection checked)
