@@ -84,6 +84,26 @@ def test_a_cut_short_refutation_never_bounds_below_the_optimum(
             assert part["bound"] is None or cutoff <= part["bound"] <= 2 * inst.num_users
 
 
+def refutation_at(
+    inst: Instance, z: float, floor: int, parts: int, by: str, depth: int = 0
+) -> tuple[_ZState, SweepOptions]:
+    """The state of ``z`` with its caps, and the options of a refutation of ``floor`` by parts."""
+    st_z = _ZState(build(inst, z), 0)
+    _combinatorial_bound(inst, st_z, floor, None)  # the caps the parts are spread over
+    st_z.bound = st_z.form.count_bound
+    options = SweepOptions(
+        warm_start=False,
+        mode_bounds="never",
+        plan="gap-first",
+        selectors="auto",
+        cutoff=floor,
+        split=parts,
+        split_by=by,  # type: ignore[arg-type]
+        split_depth=depth,
+    )
+    return st_z, options
+
+
 @pytest.mark.parametrize("by", SPLITS_BY)
 @TINY
 @given(small_instances(max_users=4), st.integers(2, 4))
@@ -99,18 +119,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, p
     for floor, refuted in ((opt, True), (opt - 1, False)):
         if floor < 0:
             continue
-        st_z = _ZState(build(inst, z), 0)
-        _combinatorial_bound(inst, st_z, floor, None)  # the caps the parts are spread over
-        st_z.bound = st_z.form.count_bound
-        options = SweepOptions(
-            warm_start=False,
-            mode_bounds="never",
-            plan="gap-first",
-            selectors="auto",
-            cutoff=floor,
-            split=parts,
-            split_by=by,  # type: ignore[arg-type]
-        )
+        st_z, options = refutation_at(inst, z, floor, parts, by)
         inc = _refute_by_parts(inst, backend, st_z, empty, floor, None, options)
         assert st_z.done  # every part was solved through
         assert (st_z.bound <= floor) == refuted

@@ -21,19 +21,17 @@ from balance_opt.model import latency_limits
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import Formulation
-from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
+from balance_opt.solvers.milp.options import SPLITS_BY
 from balance_opt.solvers.milp.split import Spec, bisect, part_of, split_specs
 from balance_opt.solvers.milp.z_sweep import (
     Backend,
-    _combinatorial_bound,
     _Incumbent,
     _refute_by_parts,
-    _ZState,
 )
 from balance_opt.status import Termination
 from tests.strategies import small_instances
 from tests.test_exhaustive import MODE_ORDER
-from tests.test_refute import optimum_at
+from tests.test_refute import optimum_at, refutation_at
 
 pytest.importorskip("pyscipopt")
 
@@ -116,19 +114,7 @@ def test_a_refutation_with_bisected_parts_agrees_with_enumeration(
     z = data.draw(st.sampled_from(inst.server.z_grid))
     opt = optimum_at(inst, z)
     for floor in (opt, opt - 1) if opt > 0 else (opt,):
-        st_z = _ZState(build(inst, z), 0)
-        _combinatorial_bound(inst, st_z, floor, None)  # the caps the parts are spread over
-        st_z.bound = st_z.form.count_bound
-        options = SweepOptions(
-            warm_start=False,
-            mode_bounds="never",
-            plan="gap-first",
-            selectors="auto",
-            cutoff=floor,
-            split=parts,
-            split_by=by,  # type: ignore[arg-type]
-            split_depth=3,
-        )
+        st_z, options = refutation_at(inst, z, floor, parts, by, depth=3)
         empty = _Incumbent(Schedule.empty(inst.num_users, z), 0, 0, "empty")
         stalling = stalling_scip(stalls, 2.0 * inst.num_users if stall_bound else None)
         inc = _refute_by_parts(inst, stalling, st_z, empty, floor, None, options)
