@@ -16,14 +16,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.library.reference import read_ledger, read_reference
+from balance_opt.model import latency_limits
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import build
+from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
-from balance_opt.solvers.milp.split import ad_count_parts, check_cover, limit_parts, split_parts
+from balance_opt.solvers.milp.split import ad_count_parts, check_cover, limit_parts, part_of, split_specs
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _refute_by_parts, _ZState
 from tests.strategies import small_instances
 from tests.test_exhaustive import MODE_ORDER, brute_p1
@@ -130,6 +133,31 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, p
             assert evaluate(inst, inc.schedule).served == opt
 
 
+def schedule_values(inst: Instance, f: Formulation) -> list[NDArray[np.float64]]:
+    """The variable values of the binaries x, y for every schedule of the z model."""
+    out = []
+    for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
+        if any(modes[k] == 1 for k in range(inst.num_users) if k not in f.ad_users):
+            continue  # not a schedule of the z model: a user outside AD's eligible set
+        if any(modes[k] == 2 for k in range(inst.num_users) if k not in f.sd_users):
+            continue
+        value = np.zeros(len(f.vars))
+        for k, i in zip(f.ad_users, f.x, strict=True):
+            value[i] = float(modes[k] == 1)
+        for k, i in zip(f.sd_users, f.y, strict=True):
+            value[i] = float(modes[k] == 2)
+        out.append(value)
+    return out
+
+
+def parts_holding(f: Formulation, parts: list[Formulation], value: NDArray[np.float64]) -> int:
+    """How many of ``parts`` (``f`` plus rows) hold ``value`` in all the rows they add."""
+    return sum(
+        all(float(np.dot(value[list(r.index)], r.coef)) <= r.rhs for r in g.rows[len(f.rows) :])
+        for g in parts
+    )
+
+
 @pytest.mark.parametrize("by", ["ad-limit", "sd-limit", "limits"])
 @TINY
 @given(small_instances(max_users=5), st.integers(2, 5), st.data())
@@ -139,23 +167,12 @@ def test_every_schedule_lies_in_exactly_one_limit_part(
     """The rows a limit split adds hold for every schedule of the z in exactly one part."""
     z = data.draw(st.sampled_from(inst.server.z_grid))
     f = build(inst, z)
-    split = split_parts(inst, f, {}, 0, parts, by)
-    assert len(split) <= (parts + 1) ** (2 if by == "limits" else 1)
-    for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
-        value = np.zeros(len(f.vars))
-        for k, i in zip(f.ad_users, f.x, strict=True):
-            value[i] = float(modes[k] == 1)
-        for k, i in zip(f.sd_users, f.y, strict=True):
-            value[i] = float(modes[k] == 2)
-        if any(modes[k] == 1 for k in range(inst.num_users) if k not in f.ad_users):
-            continue  # not a schedule of the z model: a user outside AD's eligible set
-        if any(modes[k] == 2 for k in range(inst.num_users) if k not in f.sd_users):
-            continue
-        holds = [
-            all(float(np.dot(value[list(r.index)], r.coef)) <= r.rhs for r in g.rows[len(f.rows) :])
-            for _, g in split
-        ]
-        assert sum(holds) == 1, (modes, [label for label, _ in split])
+    limits = latency_limits(inst)
+    specs = split_specs(f, limits, {}, 0, parts, by)
+    assert len(specs) <= (parts + 1) ** (2 if by == "limits" else 1)
+    models = [part_of(f, limits, spec) for spec in specs]
+    for value in schedule_values(inst, f):
+        assert parts_holding(f, models, value) == 1, (value, specs)
 
 
 @given(st.lists(st.integers(0, 6).map(float), max_size=30), st.integers(2, 9))

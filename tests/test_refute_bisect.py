@@ -7,8 +7,6 @@ the z's optimum, or stay open, never bound below it.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,8 +28,7 @@ from balance_opt.solvers.milp.z_sweep import (
 )
 from balance_opt.status import Termination
 from tests.strategies import small_instances
-from tests.test_exhaustive import MODE_ORDER
-from tests.test_refute import optimum_at, refutation_at
+from tests.test_refute import optimum_at, parts_holding, refutation_at, schedule_values
 
 pytest.importorskip("pyscipopt")
 
@@ -42,23 +39,6 @@ def leaves(spec: Spec, depth: int) -> list[Spec]:
     """``spec`` bisected ``depth`` times over (a part that cannot be halved stays whole)."""
     halves = bisect(spec) if depth > 0 else []
     return [spec] if not halves else [leaf for h in halves for leaf in leaves(h, depth - 1)]
-
-
-def schedule_values(inst: Instance, f: Formulation) -> list[np.ndarray]:
-    """The variable values of the binaries x, y for every schedule of the z model."""
-    out = []
-    for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
-        if any(modes[k] == 1 for k in range(inst.num_users) if k not in f.ad_users):
-            continue  # not a schedule of the z model: a user outside AD's eligible set
-        if any(modes[k] == 2 for k in range(inst.num_users) if k not in f.sd_users):
-            continue
-        value = np.zeros(len(f.vars))
-        for k, i in zip(f.ad_users, f.x, strict=True):
-            value[i] = float(modes[k] == 1)
-        for k, i in zip(f.sd_users, f.y, strict=True):
-            value[i] = float(modes[k] == 2)
-        out.append(value)
-    return out
 
 
 @pytest.mark.parametrize("by", SPLITS_BY)
@@ -73,11 +53,7 @@ def test_every_schedule_lies_in_exactly_one_bisected_leaf(
     specs = split_specs(f, limits, {}, 0, parts, by)
     models = [part_of(f, limits, leaf) for s in specs for leaf in leaves(s, depth)]
     for value in schedule_values(inst, f):
-        holds = [
-            all(float(np.dot(value[list(r.index)], r.coef)) <= r.rhs for r in g.rows[len(f.rows) :])
-            for g in models
-        ]
-        assert sum(holds) == 1
+        assert parts_holding(f, models, value) == 1
 
 
 @given(

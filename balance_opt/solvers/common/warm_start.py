@@ -37,8 +37,8 @@ def balance_schedule(inst: Instance) -> Schedule | None:
 
 
 def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | None = None) -> Schedule | None:
-    """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first,
-    alternation; no deadline splits), asked for schedules serving more than ``schedule``; the best found, or
+    """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first, alternation; no
+    deadline splits), asked for schedules serving more than ``schedule``; the best found, or
     None. At most balance-plus's whole budget of single-mode searches (``EFFORT / K``)
     runs, and none starts after ``until`` (a ``time.perf_counter()`` value)."""
     stats = Counters()

@@ -36,8 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from balance_opt.instance import FloatArray, Instance
-from balance_opt.model import latency_limits
+from balance_opt.instance import FloatArray
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 
 LimitMode = Literal["ad", "sd"]
@@ -197,12 +196,3 @@ def bisect(spec: Spec) -> list[Spec]:
     halves = [(lo, mid), (mid + 1, hi)]
     check_cover([(a - lo, b - lo) for a, b in halves], hi - lo, f"the {axis} interval {lo}..{hi}")
     return [{**spec, axis: half} for half in halves]
-
-
-def split_parts(
-    inst: Instance, f: Formulation, caps: Mapping[str, int], need: int, parts: int, by: str
-) -> list[tuple[dict[str, Any], Formulation]]:
-    """The parts of :func:`split_specs`, each with its label."""
-    limits = latency_limits(inst)
-    specs = split_specs(f, limits, caps, need, parts, by)
-    return [(label_of(f, limits, s), part_of(f, limits, s)) for s in specs]
