@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -51,6 +52,11 @@ def register(sub: Any) -> None:
         help="run only these of the library's heuristics (repeatable; default all of them)",
     )  # fmt: skip
     r.add_argument("--no-heuristics", action="store_true", help="run none of the library's heuristics")
+    r.add_argument(
+        "--journal", type=Path, metavar="DIR",
+        help="keep the MILP backends' proofs in DIR, keyed by model: a stopped refutation resumes "
+        "where it stopped (sets BALANCE_OPT_JOURNAL for the solves)",
+    )  # fmt: skip
     r.set_defaults(func=handle_refs)
     b = lib.add_parser(
         "rebuild",
@@ -88,6 +94,7 @@ def handle_refs(args: argparse.Namespace) -> int:
     from balance_opt.library.reference import ReferenceContradiction
     from balance_opt.library.refs import build_references, heuristic_configs
     from balance_opt.library.sets import set_of
+    from balance_opt.solvers.milp.journal import ENV as JOURNAL_ENV
 
     lib = set_of(args.folder)
     if lib is None or not args.folder.is_dir():
@@ -95,6 +102,10 @@ def handle_refs(args: argparse.Namespace) -> int:
             f"{args.folder}: not a library set folder (write it with `balance-opt library generate`)"
         )
     configs = resolve_configs(args.solver, args.config, args.time_limit) if args.solver or args.config else []
+    if args.journal is not None:
+        if args.journal.exists() and not args.journal.is_dir():
+            raise UsageError(f"--journal {args.journal}: not a folder")
+        os.environ[JOURNAL_ENV] = str(args.journal.resolve())  # the worker processes inherit it
     heuristics = [] if args.no_heuristics else args.heuristic
     try:
         heuristic_configs(heuristics)
@@ -130,6 +141,7 @@ def refs_command(args: argparse.Namespace) -> str:
     words += [w for pattern in args.only for w in ("--only", pattern)]
     words += [w for h in args.heuristic or [] for w in ("--heuristic", h)]
     words += ["--no-heuristics"] if args.no_heuristics else []
+    words += [] if args.journal is None else ["--journal", str(args.journal)]
     return " ".join(shlex.quote(w) for w in words)
 
 

@@ -8,7 +8,7 @@ bounds and the evaluator check); only the translation to the backend differs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, ClassVar
 
 from balance_opt.evaluate import Schedule
@@ -78,16 +78,25 @@ class MilpSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
+        from balance_opt.solvers.milp.journal import from_environment, journaled
         from balance_opt.solvers.milp.z_sweep import search
 
-        return search(
+        backend = self._backend(seed)
+        journal = from_environment()  # BALANCE_OPT_JOURNAL: proofs kept across runs
+        if journal is not None:
+            clock = self.options.get("clock")
+            backend = journaled(backend, journal, self.name, None if clock is None else str(clock))
+        out = search(
             instance,
-            self._backend(seed),
+            backend,
             time_limit=time_limit,
             hint=hint,
             options=self.sweep,
             heuristic=balance_schedule,
         )
+        if journal is not None:
+            out = replace(out, stats={**out.stats, "journal": journal.summary()})
+        return out
 
 
 class HighsMilpSolver(MilpSolver):
