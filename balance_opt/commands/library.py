@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -94,7 +93,7 @@ def handle_refs(args: argparse.Namespace) -> int:
     from balance_opt.library.reference import ReferenceContradiction
     from balance_opt.library.refs import build_references, heuristic_configs
     from balance_opt.library.sets import set_of
-    from balance_opt.solvers.milp.journal import ENV as JOURNAL_ENV
+    from balance_opt.solvers.milp.journal import journal_in_environment
 
     lib = set_of(args.folder)
     if lib is None or not args.folder.is_dir():
@@ -102,19 +101,23 @@ def handle_refs(args: argparse.Namespace) -> int:
             f"{args.folder}: not a library set folder (write it with `balance-opt library generate`)"
         )
     configs = resolve_configs(args.solver, args.config, args.time_limit) if args.solver or args.config else []
-    if args.journal is not None:
-        if args.journal.exists() and not args.journal.is_dir():
-            raise UsageError(f"--journal {args.journal}: not a folder")
-        os.environ[JOURNAL_ENV] = str(args.journal.resolve())  # the worker processes inherit it
+    if args.journal is not None and args.journal.exists() and not args.journal.is_dir():
+        raise UsageError(f"--journal {args.journal}: not a folder")
     heuristics = [] if args.no_heuristics else args.heuristic
     try:
         heuristic_configs(heuristics)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        out = build_references(
-            args.folder, configs, max_users=args.max_k, only=args.only, jobs=args.jobs, heuristics=heuristics
-        )
+        with journal_in_environment(args.journal):  # the worker processes inherit it
+            out = build_references(
+                args.folder,
+                configs,
+                max_users=args.max_k,
+                only=args.only,
+                jobs=args.jobs,
+                heuristics=heuristics,
+            )
     except ReferenceContradiction as exc:
         print(f"balance-opt library refs: CONTRADICTION: {exc}", file=sys.stderr)
         return 1

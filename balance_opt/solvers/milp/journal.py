@@ -21,11 +21,12 @@ DIR``) turns it on for every MILP solver.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,22 @@ def from_environment() -> Journal | None:
     if Path(folder).exists() and not Path(folder).is_dir():
         raise InputError(ENV, "", f"{folder} is not a folder")
     return Journal(Path(folder))
+
+
+@contextlib.contextmanager
+def journal_in_environment(folder: Path | None) -> Iterator[None]:
+    """``BALANCE_OPT_JOURNAL`` set to ``folder`` (absolute) for the block, then as it was;
+    nothing changes with ``folder`` None."""
+    before = os.environ.get(ENV)
+    if folder is not None:
+        os.environ[ENV] = str(folder.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
 
 
 def replays(entry: dict[str, Any], limit: float | None, clock: str | None) -> bool:
