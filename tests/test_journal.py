@@ -114,18 +114,23 @@ def test_the_key_changes_with_any_number_of_the_model(inst: Instance, data: st.D
     assert model_key(f, "milp-highs") != key
     n = data.draw(st.integers(0, len(f.rows) - 1))
     row = f.rows[n]
-    what = data.draw(st.sampled_from(["rhs", "coef", "name", "drop"]))
+    what = data.draw(st.sampled_from(["rhs", "coef", "name", "unit", "drop"]))
     if what == "rhs":
         changed = replace(row, rhs=float(np.nextafter(row.rhs, np.inf)))
     elif what == "coef" and row.coef:
         changed = replace(row, coef=(float(np.nextafter(row.coef[0], np.inf)), *row.coef[1:]))
     elif what == "name":
         changed = replace(row, name=row.name + "'")
+    elif what == "unit":
+        changed = replace(row, unit=row.unit + "'")
     else:
         changed = None
     rows: list[Row] = [*f.rows[:n], *([] if changed is None else [changed]), *f.rows[n + 1 :]]
     assert model_key(replace(f, rows=rows), "milp-scip") != key
     assert model_key(replace(f, rows=[*f.rows, row]), "milp-scip") != key  # one more row
+    var = f.vars[0]
+    for other in (replace(var, role=var.role + "'"), replace(var, ub=float(np.nextafter(var.ub, -np.inf)))):
+        assert model_key(replace(f, vars=[other, *f.vars[1:]]), "milp-scip") != key
 
 
 def test_a_stopped_solve_stands_only_for_one_with_as_much_time_on_the_same_clock() -> None:

@@ -3,7 +3,7 @@
 A refutation of one fig4a K = 60 instance runs for hours (docs/library.md): hundreds of
 part models of 120 s each. The journal keeps, for each model a backend has closed, what
 it proved, keyed by a digest of the exact model the backend saw (every variable, row,
-coefficient, right-hand side and the objective) and the solver's name. A later solve of
+coefficient, right-hand side, unit and role, and the objective) and the solver's name. A later solve of
 a byte-identical model gets the recorded answer without solving: the same fact, proved
 by the same solver, on the same model. Nothing else is keyed, so the journal cannot lend
 a proof to a model that differs in one coefficient.
@@ -48,14 +48,15 @@ Backend = Callable[[Formulation, float | None, Any, bool], BackendResult]
 
 
 def model_key(f: Formulation, solver: str) -> str:
-    """SHA-256 of ``solver`` and every number of ``f`` the backend reads (floats as raw bytes)."""
+    """SHA-256 of ``solver`` and everything of ``f`` a backend reads: every number (floats as
+    raw bytes), and the units and roles by which CP-SAT scales and rounds."""
     h = hashlib.sha256()
     h.update(f"{FORMAT}\0{solver}\0{f.z!r}\0".encode())
     for v in f.vars:
-        h.update(f"v\0{v.name}\0{v.kind}\0{v.lb.hex()}\0{v.ub.hex()}\0".encode())
+        h.update(f"v\0{v.name}\0{v.kind}\0{v.lb.hex()}\0{v.ub.hex()}\0{v.unit}\0{v.role}\0".encode())
     for r in f.rows:
         big_m = r.big_m.hex() if r.indicator is not None else "-"
-        h.update(f"r\0{r.name}\0{r.rhs.hex()}\0{r.indicator}\0{big_m}\0{len(r.index)}\0".encode())
+        h.update(f"r\0{r.name}\0{r.unit}\0{r.rhs.hex()}\0{r.indicator}\0{big_m}\0{len(r.index)}\0".encode())
         h.update(np.asarray(r.index, dtype="<i8").tobytes())
         h.update(np.asarray(r.coef, dtype="<f8").tobytes())
     h.update(b"o\0" + np.asarray(f.objective, dtype="<i8").tobytes())
