@@ -19,15 +19,17 @@ from balance_opt.model import latency_limits
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import Formulation
-from balance_opt.solvers.milp.options import SPLITS_BY
+from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
 from balance_opt.solvers.milp.split import Spec, bisect, part_of, split_specs
 from balance_opt.solvers.milp.z_sweep import (
     Backend,
     _Incumbent,
     _refute_by_parts,
+    search,
 )
 from balance_opt.status import Termination
 from tests.strategies import small_instances
+from tests.test_exhaustive import brute_p1
 from tests.test_refute import optimum_at, parts_holding, refutation_at, schedule_values
 
 pytest.importorskip("pyscipopt")
@@ -130,3 +132,67 @@ def test_split_depth_is_checked() -> None:
         with pytest.raises(ValueError, match="split_depth"):
             get_solver("milp-scip", cutoff=3, **bad)
     assert get_solver("milp-scip", cutoff=3, split=2, split_depth=2).options["split_depth"] == 2
+
+
+def test_whole_time_limit_is_checked() -> None:
+    for bad in ({"whole_time_limit": 0}, {"whole_time_limit": -1.0}, {"whole_time_limit": True}):
+        with pytest.raises(ValueError, match="whole_time_limit"):
+            get_solver("milp-scip", cutoff=3, split=2, **bad)
+    with pytest.raises(ValueError, match=r"whole_time_limit.*split >= 2"):
+        get_solver("milp-scip", cutoff=3, whole_time_limit=5)
+    solver = get_solver("milp-scip", cutoff=3, split=2, whole_time_limit=5, z_time_limit=60)
+    assert (solver.sweep.whole_limit, solver.sweep.z_time_limit) == (5, 60)
+    optimising = SweepOptions(
+        True, "never", "gap-first", "auto", split=2, whole_time_limit=5, z_time_limit=60
+    )
+    assert optimising.whole_limit == 60  # no cutoff: no split follows, the z gets z_time_limit
+
+
+@TINY
+@given(small_instances(max_users=5), st.sampled_from(SPLITS_BY), st.data())
+def test_whole_z_solves_get_whole_time_limit_and_the_parts_z_time_limit(
+    inst: Instance, by: str, data: st.DataObject
+) -> None:
+    """Every whole-z solve is asked for ``whole_time_limit`` (and stalls here), every part
+    for ``z_time_limit``; the parts then refute the optimum, and not one below."""
+    from balance_opt.solvers.milp.scip_backend import solve_scip
+
+    opt = brute_p1(inst)[0]
+    whole, part = 7.0, 50.0
+    asked: list[tuple[bool, float]] = []
+
+    def backend(
+        f: Formulation, limit: float | None, start: NDArray[np.float64] | None, strict: bool
+    ) -> BackendResult:
+        assert limit is not None
+        assert whole - 1.0 < limit <= whole or part - 1.0 < limit <= part
+        is_whole = limit <= whole
+        asked.append((is_whole, limit))
+        if is_whole:  # stalled: only the parts can decide this z
+            return BackendResult(Termination.TIME_LIMIT, None, None, {})
+        return solve_scip(f, time_limit=limit, seed=0, start=start)
+
+    for cutoff in (opt, opt - 1) if opt > 0 else (opt,):
+        asked.clear()
+        options = SweepOptions(
+            False,
+            "never",
+            "gap-first",
+            "auto",
+            cutoff=cutoff,
+            z_time_limit=part,
+            split=2,
+            split_by=by,
+            whole_time_limit=whole,  # type: ignore[arg-type]
+        )
+        out = search(inst, backend, time_limit=None, hint=None, options=options)
+        whole_asks = sum(1 for w, _ in asked if w)
+        split = [z for z in out.stats["z_models"].values() if "split" in z]
+        solved_whole = [z for z in out.stats["z_models"].values() if "cutoffs" in z]
+        assert whole_asks == len(solved_whole) == len(split)  # each split after its stall
+        assert out.stats["refuted"] == (cutoff >= opt)
+        served = evaluate(inst, out.schedule).served
+        if cutoff >= opt:
+            assert out.bound == opt
+        else:  # the refutation failed: the parts found a schedule serving the optimum
+            assert served == opt

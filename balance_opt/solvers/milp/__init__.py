@@ -47,6 +47,7 @@ def sweep_options(
         "split": Option(0, minimum=0),
         "split_by": Option("ad-count", SPLITS_BY),
         "split_depth": Option(0, minimum=0),
+        "whole_time_limit": Option(None, kind=float),
     }
 
 

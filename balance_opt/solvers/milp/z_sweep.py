@@ -200,7 +200,7 @@ def _sweep(
                 continue
             if st.bound < target + extra:
                 continue  # already proved within this sweep's target
-            share = options.z_time_limit
+            share = options.whole_limit  # z_time_limit, or less where a split follows
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 if left <= 2.0 * TRANSLATE_S:
