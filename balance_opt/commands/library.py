@@ -6,7 +6,8 @@
 - ``library rebuild ROOT_OR_SET`` rewrites every ``reference.csv`` and README from the
   ledgers and stored schedules alone (after a change of the table's rules; no solve);
 - ``library verify ROOT_OR_SET`` re-checks every stored reference schedule with the
-  evaluator and that the table agrees with it (no solver runs; what CI does).
+  evaluator and that the table agrees with it (no solver runs; what CI does);
+- ``library journal DIR`` counts what a journal of MILP proofs holds, each entry checked.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ def register(sub: Any) -> None:
     v = lib.add_parser("verify", help="re-check every stored reference schedule (evaluator only)")
     v.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
     v.set_defaults(func=handle_verify)
+    j = lib.add_parser(
+        "journal",
+        help="count what a journal of MILP proofs holds (each entry checked)",
+        description="Read every entry of a journal folder (library refs --journal), check it as a replay "
+        "would, and print its entries and solve seconds per solver, clock and answer.",
+    )
+    j.add_argument("folder", type=Path, metavar="DIR", help="a journal folder, e.g. journal/fig4a")
+    j.set_defaults(func=handle_journal)
 
 
 def handle_generate(args: argparse.Namespace) -> int:
@@ -179,4 +188,12 @@ def handle_verify(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem(s) in {checked} reference row(s)", file=sys.stderr)
         return 1
     print(f"ok: {checked} reference row(s) agree with their instances and stored schedules")
+    return 0
+
+
+def handle_journal(args: argparse.Namespace) -> int:
+    from balance_opt.library.journal_report import format_rows, journal_rows
+
+    for line in format_rows(journal_rows(args.folder)):
+        print(line)
     return 0
