@@ -46,8 +46,8 @@ def test_rows_count_every_entry_once(tmp_path_factory: pytest.TempPathFactory, e
             for e in entries
             if (e["solver"], e["clock"], e["termination"]) == (r.solver, r.clock, r.termination)
         ]
-        assert r.seconds == pytest.approx(sum(float(e["seconds"]) for e in mine))  # type: ignore[arg-type]
-        assert sorted(r.limits) == sorted(float(e["time_limit"]) for e in mine)  # type: ignore[arg-type]
+        assert r.seconds == pytest.approx(sum(float(e["seconds"]) for e in mine))
+        assert sorted(r.limits) == sorted(float(e["time_limit"]) for e in mine)
 
 
 def test_the_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.model import latency_limits
 from balance_opt.solvers import get_solver
+from balance_opt.solvers.milp import MilpSolver
 from balance_opt.solvers.milp.formulation import BackendResult, build
 from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
@@ -141,6 +142,7 @@ def test_whole_time_limit_is_checked() -> None:
     with pytest.raises(ValueError, match=r"whole_time_limit.*split >= 2"):
         get_solver("milp-scip", cutoff=3, whole_time_limit=5)
     solver = get_solver("milp-scip", cutoff=3, split=2, whole_time_limit=5, z_time_limit=60)
+    assert isinstance(solver, MilpSolver)
     assert (solver.sweep.whole_limit, solver.sweep.z_time_limit) == (5, 60)
     optimising = SweepOptions(
         True, "never", "gap-first", "auto", split=2, whole_time_limit=5, z_time_limit=60
@@ -149,10 +151,8 @@ def test_whole_time_limit_is_checked() -> None:
 
 
 @TINY
-@given(small_instances(max_users=5), st.sampled_from(SPLITS_BY), st.data())
-def test_whole_z_solves_get_whole_time_limit_and_the_parts_z_time_limit(
-    inst: Instance, by: str, data: st.DataObject
-) -> None:
+@given(small_instances(max_users=5), st.sampled_from(SPLITS_BY))
+def test_whole_z_solves_get_whole_time_limit_and_the_parts_z_time_limit(inst: Instance, by: str) -> None:
     """Every whole-z solve is asked for ``whole_time_limit`` (and stalls here), every part
     for ``z_time_limit``; the parts then refute the optimum, and not one below."""
     from balance_opt.solvers.milp.scip_backend import solve_scip
@@ -182,8 +182,8 @@ def test_whole_z_solves_get_whole_time_limit_and_the_parts_z_time_limit(
             cutoff=cutoff,
             z_time_limit=part,
             split=2,
-            split_by=by,
-            whole_time_limit=whole,  # type: ignore[arg-type]
+            split_by=by,  # type: ignore[arg-type]
+            whole_time_limit=whole,
         )
         out = search(inst, backend, time_limit=None, hint=None, options=options)
         whole_asks = sum(1 for w, _ in asked if w)
