@@ -196,11 +196,14 @@ def test_lost_scheduler_stops_cleanly_and_a_new_one_resumes(tmp_path: Path) -> N
         cluster.scheduler.kill()
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
-    lines = err.decode().strip().splitlines()
-    assert lines == [
+    *notes, last = err.decode().strip().splitlines()
+    assert last == (
         f"balance-opt solve: error: lost the dask scheduler at {cluster.address} during the batch; "
         "the solutions received are saved, rerun to resume"
-    ]
+    )
+    # On a loaded machine the worker may join after the client: then the batch says so first.
+    waited = f"balance-opt solve: no dask worker is connected to the scheduler at {cluster.address}; "
+    assert all(n.startswith(waited) or n.endswith(" joined; the batch goes on") for n in notes), notes
     files = sorted(p.name for p in (run / "solutions").iterdir())
     assert all(f.endswith(".json") for f in files)  # no temporary file left
     assert 2 <= len(files) < 10
