@@ -37,6 +37,8 @@ from balance_opt.batch.dask_executor import DaskExecutor  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DASK = str(Path(sys.executable).with_name("dask"))
+# what the batch says when a worker joins after it had said none was connected
+JOINED = r"dask worker \S+ joined; the batch goes on"
 
 
 @pytest.fixture(autouse=True)
@@ -203,8 +205,7 @@ def test_lost_scheduler_stops_cleanly_and_a_new_one_resumes(tmp_path: Path) -> N
     )
     # On a loaded machine the worker may join after the client: then the batch says so first.
     waited = f"balance-opt solve: no dask worker is connected to the scheduler at {cluster.address}; "
-    joined = r"balance-opt solve: dask worker \S+ joined; the batch goes on"
-    assert all(n.startswith(waited) or re.fullmatch(joined, n) for n in notes), notes
+    assert all(n.startswith(waited) or re.fullmatch("balance-opt solve: " + JOINED, n) for n in notes), notes
     files = sorted(p.name for p in (run / "solutions").iterdir())
     assert all(f.endswith(".json") for f in files)  # no temporary file left
     assert 2 <= len(files) < 10
@@ -257,7 +258,7 @@ def test_a_batch_without_workers_says_so_once_and_goes_on_when_one_joins(tmp_pat
     assert not batch.is_alive()
     assert out[0].solved == 2
     assert len(said) == 2
-    assert re.fullmatch(r"dask worker \S+ joined; the batch goes on", said[1]), said
+    assert re.fullmatch(JOINED, said[1]), said
 
 
 def test_the_watch_says_each_change_once() -> None:
