@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic", ""),
     ("solvers",),
-    ("batch", "library", "adversary", "stochastic.experiment"),
+    ("batch", "library", "adversary", "stochastic.experiment", "online"),
     ("report", "stochastic.report", "calibration"),
     ("commands", "cli"),
 )
