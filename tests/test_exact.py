@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from balance_opt.evaluate import Schedule, evaluate
@@ -75,6 +75,15 @@ def _box_of(zd: ZData, inst: Instance, ad: list[int], sd: list[int]) -> tuple[in
     return tuple(int(np.searchsorted(v[d], at[d])) for d in DIMS)
 
 
+def draw_root(data: st.DataObject, inst: Instance) -> tuple[ZData, Box]:
+    """A z in (0, 1) of the grid (0.5 if it has none) whose root box exists, and that box;
+    an instance with no such z is rejected (no schedule there serves both modes)."""
+    inner = [z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]
+    rooted = [(zd, root) for zd in (ZData(inst, z) for z in inner) if (root := zd.root()) is not None]
+    assume(rooted)
+    return data.draw(st.sampled_from(rooted))
+
+
 def draw_box(data: st.DataObject, root: Box) -> Box:
     """A random box inside ``root``: each range a sorted pair of draws within its bounds."""
     return tuple(
@@ -87,11 +96,8 @@ def draw_box(data: st.DataObject, root: Box) -> Box:
 def test_every_box_bounds_its_schedules(inst: Instance, data: st.DataObject) -> None:
     """Random boxes: the relaxed LP, its integer program and the quick bound are at least
     the best schedule whose thresholds lie in the box; restricted points are feasible."""
-    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
-    zd = ZData(inst, z)
-    root = zd.root()
-    if root is None:
-        return
+    zd, root = draw_root(data, inst)
+    z = zd.z
     box = draw_box(data, root)
     best = -1
     for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
@@ -163,11 +169,7 @@ def test_time_limit_keeps_a_valid_bound() -> None:
 def test_warm_lp_equals_a_fresh_program(inst: Instance, data: st.DataObject) -> None:
     """The persistent LP, started cold or from another box's basis, has the value of the
     box's program built from scratch (its slow, obvious twin)."""
-    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
-    zd = ZData(inst, z)
-    root = zd.root()
-    if root is None:
-        return
+    zd, root = draw_root(data, inst)
     lp = WarmLp(zd)
     basis = None
     for _ in range(3):

@@ -45,13 +45,13 @@ def test_improve_at_z_beats_the_start_or_says_none(inst: Instance, data: st.Data
     found = improve_at_z(inst, z, start)
     if found is None:
         assert alone == 0
-        return
-    ev = evaluate(inst, found)
-    assert ev.feasible
-    assert found.z == z
-    assert ev.served >= max(alone, 1)
-    again = improve_at_z(inst, z, found)
-    assert again is None or evaluate(inst, again).served > ev.served
+    else:
+        ev = evaluate(inst, found)
+        assert ev.feasible
+        assert found.z == z
+        assert ev.served >= max(alone, 1)
+        again = improve_at_z(inst, z, found)
+        assert again is None or evaluate(inst, again).served > ev.served
 
 
 def test_improve_at_z_starts_no_search_past_its_time() -> None:

@@ -16,7 +16,7 @@ from balance_opt.instance import Instance
 from balance_opt.solvers.exact.boxes import ZData
 from balance_opt.solvers.exact.memory import first_bounds
 from tests.strategies import small_instances
-from tests.test_exact import _box_of, draw_box
+from tests.test_exact import _box_of, draw_box, draw_root
 from tests.test_milp import cases
 
 
@@ -26,11 +26,8 @@ def test_pairs_bound_and_keep_every_schedule_of_a_box(inst: Instance, data: st.D
     """Random boxes, incumbents and block counts: every feasible two-mode schedule of the
     box serves at most the box's bound and z's bound, and one that serves more than the
     incumbent lies in the shrunk box (None: there is none)."""
-    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
-    zd = ZData(inst, z)
-    root = zd.root()
-    if root is None:
-        return
+    zd, root = draw_root(data, inst)
+    z = zd.z
     blocks = data.draw(st.sampled_from([None, 1, 2, 3]))
     pairs = first_bounds(zd, blocks).pairs
     box = root if data.draw(st.booleans()) else draw_box(data, root)  # the root holds the most

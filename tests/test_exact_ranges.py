@@ -14,10 +14,10 @@ from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
-from balance_opt.solvers.exact.boxes import RELAX, ZData, caps
+from balance_opt.solvers.exact.boxes import RELAX, caps
 from balance_opt.solvers.exact.ranges import tighten
 from tests.strategies import small_instances
-from tests.test_exact import _box_of, draw_box
+from tests.test_exact import _box_of, draw_box, draw_root
 from tests.test_milp import cases
 
 pytest.importorskip("highspy")
@@ -28,11 +28,8 @@ pytest.importorskip("highspy")
 def test_shrinking_keeps_every_schedule_that_beats_the_incumbent(inst: Instance, data: st.DataObject) -> None:
     """Random boxes and incumbents: every feasible two-mode schedule in the box serving
     more than the incumbent lies in the shrunk box (and None means there is none)."""
-    z = data.draw(st.sampled_from([z for z in inst.server.z_grid if 0.0 < z < 1.0] or [0.5]))
-    zd = ZData(inst, z)
-    root = zd.root()
-    if root is None:
-        return
+    zd, root = draw_root(data, inst)
+    z = zd.z
     box = draw_box(data, root)
     served = data.draw(st.integers(0, inst.num_users))
     t = zd.terms(box, RELAX)

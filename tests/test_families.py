@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from balance_opt.evaluate import AD, SD, evaluate
@@ -84,8 +84,7 @@ def mode_latency(inst: object, members: np.ndarray, mode: int, z: float) -> floa
 def test_the_windows_bound_the_evaluators_latencies(m: int, seed: int, ld: int) -> None:
     """The design's closed-form bounds against the model's latencies of the drawn users."""
     p = TightParams(users=2 * m, seed=seed, draft_length=ld)
-    if m > largest_m(dataclasses.replace(p, users=2)):
-        return
+    assume(m <= largest_m(dataclasses.replace(p, users=2)))
     inst = tight_instance(p)
     d = design(p, inst)
     cheap = cheap_mask(inst)
@@ -109,8 +108,7 @@ def test_the_windows_bound_the_evaluators_latencies(m: int, seed: int, ld: int) 
 @given(m=st.integers(1, 40), seed=st.integers(0, 2**20), ld=st.integers(5, 8))
 def test_balance_is_half_for_any_seed_and_draft_length(m: int, seed: int, ld: int) -> None:
     p = TightParams(users=2 * m, seed=seed, draft_length=ld)
-    if m > largest_m(dataclasses.replace(p, users=2)):
-        return
+    assume(m <= largest_m(dataclasses.replace(p, users=2)))
     inst = tight_instance(p)
     assert served("balance", inst) == m
     assert evaluate(inst, optimum_schedule(inst)).served == 2 * m

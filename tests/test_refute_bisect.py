@@ -71,14 +71,15 @@ def test_bisect_halves_the_widest_interval(spec: Spec) -> None:
     widths = {a: iv[1] - iv[0] for a, iv in spec.items() if iv is not None}
     if not widths or max(widths.values()) == 0:
         assert halves == []
-        return
-    axis = next(a for a in spec if widths.get(a) == max(widths.values()))
-    (lo, hi), (a0, a1), (b0, b1) = spec[axis], halves[0][axis], halves[1][axis]  # type: ignore[misc]
-    assert (a0, b1) == (lo, hi)
-    assert a0 <= a1 < a1 + 1 == b0 <= b1
-    assert abs((a1 - a0) - (b1 - b0)) <= 1
-    for h in halves:
-        assert {a: iv for a, iv in h.items() if a != axis} == {a: iv for a, iv in spec.items() if a != axis}
+    else:
+        axis = next(a for a in spec if widths.get(a) == max(widths.values()))
+        (lo, hi), (a0, a1), (b0, b1) = spec[axis], halves[0][axis], halves[1][axis]  # type: ignore[misc]
+        assert (a0, b1) == (lo, hi)
+        assert a0 <= a1 < a1 + 1 == b0 <= b1
+        assert abs((a1 - a0) - (b1 - b0)) <= 1
+        others = {a: iv for a, iv in spec.items() if a != axis}
+        for h in halves:
+            assert {a: iv for a, iv in h.items() if a != axis} == others
 
 
 @pytest.mark.parametrize("by", SPLITS_BY)
