@@ -1,10 +1,23 @@
-"""balance-opt: instances, the paper's algorithms, solvers that prove optima and reports for BALANCE."""
+"""balance-opt: instances, the paper's algorithms, solvers that prove optima and reports for BALANCE.
+
+The top level is the public API (docs/solvers.md). ``balance_opt.evaluate`` is the
+evaluator *function* here, deliberately: ``from balance_opt import evaluate`` gives the
+function that judges every schedule. Its module is reached by a from-import
+(``from balance_opt.evaluate import Schedule, Evaluation``), which reads the module itself.
+For a solver of one's own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``,
+``register``.
+"""
 
 from balance_opt.errors import InputError
 from balance_opt.evaluate import AD, NONE, SD, Evaluation, Schedule, evaluate
+from balance_opt.generator import generate
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.io import read_instance, read_solution, write_instance
-from balance_opt.result import Result
+from balance_opt.result import Result, SolverOutput
+from balance_opt.solution import Solution
+from balance_opt.solvers import get_solver, register, solver_names
+from balance_opt.solvers.base import Option, Solver
+from balance_opt.status import Status, Termination
 
 __version__ = "0.1.0"
 
@@ -16,12 +29,22 @@ __all__ = [
     "InputError",
     "Instance",
     "LanguageModel",
+    "Option",
     "Result",
     "Schedule",
     "Server",
+    "Solution",
+    "Solver",
+    "SolverOutput",
+    "Status",
+    "Termination",
     "__version__",
     "evaluate",
+    "generate",
+    "get_solver",
     "read_instance",
     "read_solution",
+    "register",
+    "solver_names",
     "write_instance",
 ]

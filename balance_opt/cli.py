@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "balance_opt.commands.robustify",
     "balance_opt.commands.check",
     "balance_opt.commands.solve",
+    "balance_opt.commands.solvers",
     "balance_opt.commands.export",
     "balance_opt.commands.report",
     "balance_opt.commands.experiment",

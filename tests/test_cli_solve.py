@@ -113,15 +113,15 @@ def test_json_with_highs_keeps_stdout_clean(inst_dir: Path) -> None:
 
 
 def test_threads_recorded_are_the_threads_used(inst_dir: Path, tmp_path: Path) -> None:
-    """The command line gives solvers with a threads option 1 unless a configuration says more;
-    Python keeps the solver's own default (README, docs/exact.md)."""
+    """Every solver's declared threads default is 1, from the command line and from Python
+    alike; a configuration may say more (docs/solvers.md)."""
     from balance_opt.batch.configs import load_config, make_config
     from balance_opt.solvers import get_solver
 
     assert make_config("exact").options["threads"] == 1
     assert make_config("exact", {"threads": 2}).options["threads"] == 2
-    assert get_solver("exact").options["threads"] == 2
-    assert get_solver("milp-cpsat").options["threads"] == 8
+    assert get_solver("exact").options["threads"] == 1
+    assert get_solver("milp-cpsat").options["threads"] == 1
     assert load_config(REPO / "solvers" / "exact-300s.toml").options["threads"] == 1
     two = tmp_path / "exact-2.toml"
     two.write_text('solver = "exact"\n[options]\nthreads = 2\n')

@@ -218,5 +218,5 @@ def test_threads_do_not_change_the_search() -> None:
 
 
 def test_threads_below_one_are_refused() -> None:
-    with pytest.raises(ValueError, match="threads must be at least 1"):
+    with pytest.raises(ValueError, match=r"threads must be an integer in \[1, 256\], got 0"):
         get_solver("exact", threads=0).solve(generate("fig4", 5, seed=1))

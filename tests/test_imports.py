@@ -17,7 +17,7 @@ TARGET = re.compile(r"balance_opt(\.\w+)*(:\w+)?")
 
 # Lowest first: a module may import its own layer and the layers before it. A module
 # belongs to the layer of the longest prefix listed (relative to balance_opt; "" is the
-# package itself, which re-exports the instance, evaluator and result).
+# package itself, which re-exports the instance, evaluator, result and the solver API).
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "errors",
@@ -33,8 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "generator",
         "stochastic.distribution",
     ),
-    ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic", ""),
-    ("solvers",),
+    ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic"),
+    ("solvers", ""),
     ("batch", "library", "adversary", "stochastic.experiment", "online"),
     ("report", "stochastic.report", "calibration"),
     ("commands", "cli"),

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
+import balance_opt.solvers as solvers
 from balance_opt.batch.configs import load_config, make_config
 from balance_opt.errors import InputError, SolverUnavailable
 from balance_opt.generator import generate
+from balance_opt.io import write_instance
 from balance_opt.solvers import get_solver, register, solver_class, solver_names, solver_target, unregister
 from balance_opt.solvers.base import Availability, InvalidOption, Option, UnknownOption
 from balance_opt.solvers.milp import MilpSolver
@@ -92,7 +98,7 @@ def test_the_milp_declarations_are_the_effective_defaults() -> None:
         ({"flag": 1}, "flag must be true or false, got 1"),
         ({"count": True}, "count must be an integer, got True"),
         ({"count": 2.0}, "count must be an integer, got 2.0"),
-        ({"count": 0}, "count must be at least 1, got 0"),
+        ({"count": 0}, "count must be an integer in [1, 9223372036854775807], got 0"),
         ({"share": "x"}, "share must be a number, got 'x'"),
         ({"how": "c"}, "how must be one of ('a', 'b'), got 'c'"),
         ({"how": 1}, "how must be a string, got 1"),
@@ -128,3 +134,72 @@ def test_an_unavailable_solver_says_why(tmp_path: Path) -> None:
     config = tmp_path / "missing.toml"
     config.write_text('solver = "test-missing"\n')
     assert load_config(config).solver == "test-missing"  # a configuration may name it; solving it fails
+
+
+# --- docs/solvers.md's example, and plug-ins by entry point ---------------------------
+
+
+def _doc_blocks() -> list[str]:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "solvers.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def _plugin(root: Path, module: str, body: str, name: str = "nobody") -> None:
+    """A module and an installed distribution's dist-info naming it in the entry points."""
+    (root / f"{module}.py").write_text(body, encoding="utf-8")
+    info = root / f"{module}_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[balance_opt.solvers]\n{name} = {module}:Nobody\n")
+
+
+def test_the_write_your_own_solver_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module, usage = _doc_blocks()
+    (tmp_path / "my_solvers.py").write_text(module, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        exec(compile(usage, "docs/solvers.md", "exec"), {})
+        assert solvers.solver_target("nobody") == "my_solvers:Nobody"
+    finally:
+        solvers.unregister("nobody")
+        sys.modules.pop("my_solvers", None)
+
+
+def test_an_entry_point_plugin_is_found_lazily_and_solves_from_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plugin(tmp_path, "ep_solvers", _doc_blocks()[0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    solvers.rediscover()
+    try:
+        assert "nobody" in solvers.solver_names()
+        assert "ep_solvers" not in sys.modules  # read, not imported
+        assert solvers.get_solver("nobody").solve(generate("fig4", 3, seed=1)).served == 0
+    finally:
+        sys.modules.pop("ep_solvers", None)
+        monkeypatch.undo()
+        solvers.rediscover()
+    assert "nobody" not in solvers.solver_names()
+    inst = tmp_path / "i.json"
+    write_instance(generate("fig4", 3, seed=1), inst)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-m", "balance_opt.cli", "solve", str(inst), "--solver", "nobody", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["solver"] == "nobody"
+
+
+def test_a_plugin_that_fails_to_import_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _plugin(tmp_path, "broken_solvers", "import no_such_module_anywhere\n", name="broken")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    solvers.rediscover()
+    try:
+        with pytest.raises(ImportError, match=r"solver 'broken' \(entry point of 'balance_opt.solvers'\)"):
+            solvers.solver_class("broken")
+    finally:
+        monkeypatch.undo()
+        solvers.rediscover()

@@ -97,9 +97,10 @@ def make_config(
     description: str | None = None,
     source: str = "--solver",
 ) -> SolverConfig:
-    """A validated configuration; a solver with a ``threads`` option gets 1 unless told.
-
-    One thread per solve keeps timings comparable when several solves share the machine.
+    """A validated configuration; a solver with a ``threads`` option records its thread
+    count even when not told (the declared default, 1 for every solver: one thread per
+    solve keeps timings comparable when several solves share the machine), so the hash
+    of every configuration written before the default was declared stays the same.
     """
     opts = dict(options or {})
     cls = _solver_class(solver, source)
@@ -110,7 +111,7 @@ def make_config(
     except ValueError as exc:  # a value out of its range (the message names the option)
         raise InputError(source, "options", str(exc)) from None
     if "threads" in cls.option_specs and "threads" not in opts:
-        opts["threads"] = 1
+        opts["threads"] = cls.option_specs["threads"].default
     if time_limit_s is not None:
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float):
             raise InputError(source, "options.time_limit_s", f"must be a number > 0, got {time_limit_s!r}")

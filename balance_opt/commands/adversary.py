@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import count, seconds, seed
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -21,9 +23,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--solver", required=True, metavar="NAME", help="a registered heuristic, e.g. balance")
     p.add_argument("--users", "-K", type=int, required=True, help="users per instance (K)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
-    p.add_argument("--budget-s", type=float, metavar="S", help="stop after S seconds")
-    p.add_argument("--budget-evals", type=int, metavar="N", help="stop after N evaluations (reproducible)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the search (default 0)")
+    p.add_argument("--budget-s", type=seconds, metavar="S", help="stop after S seconds")
+    p.add_argument("--budget-evals", type=count, metavar="N", help="stop after N evaluations (reproducible)")
     p.add_argument("--against", choices=("p1", "p2"), default="p1", help="the optimum of P1 (default) or P2")
     p.add_argument(
         "--grids",

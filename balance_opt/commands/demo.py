@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import jobs
+
 # The embedded benchmark: six Fig. 4 instances, K = 10..15, seed 1.
 DEMO_PRESET = "fig4"
 DEMO_USERS = (10, 11, 12, 13, 14, 15)
@@ -27,7 +29,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--out", default="balance-opt-demo", metavar="DIR", help="folder for instances, run, report"
     )
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1: timing)")
+    p.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (default 1: timing)")
     p.set_defaults(func=handler)
 
 

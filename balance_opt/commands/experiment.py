@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import count, jobs, seconds
+
 
 def register(sub: Any) -> None:
     from balance_opt.batch.experiments import DEFAULT_SEEDS, DEFAULT_TIME_LIMIT_S, NAMES
@@ -22,11 +24,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "name", choices=(*NAMES, "fig7", "all"), help="a figure; fig7 = fig7a + fig7b; all = every one"
     )
-    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N", help="seeds 1..N per sweep point")
+    p.add_argument(
+        "--seeds", type=count, default=DEFAULT_SEEDS, metavar="N", help="seeds 1..N per sweep point"
+    )
     p.add_argument("--out", default="reports/paper-reproduction", metavar="DIR")
-    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S",
+    p.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help="per-solve limit of the exact solvers")  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (Fig. 6 always uses 1)")
+    p.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (Fig. 6 always uses 1)")
     p.add_argument(
         "--report-only",
         action="store_true",

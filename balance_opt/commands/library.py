@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import jobs, seconds
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -40,13 +42,13 @@ def register(sub: Any) -> None:
     r.add_argument("folder", type=Path, metavar="SET", help="a set folder, e.g. instances/paper/fig6")
     r.add_argument("--solver", action="append", metavar="NAME", help="a registered solver (repeatable)")
     r.add_argument("--config", action="append", metavar="FILE", help="a solver configuration file")
-    r.add_argument("--time-limit", type=float, metavar="S", help="per-solve limit of the exact solvers")
+    r.add_argument("--time-limit", type=seconds, metavar="S", help="per-solve limit of the exact solvers")
     r.add_argument("--max-k", type=int, metavar="K", help="run the given solvers only where K <= this")
     r.add_argument(
         "--only", action="append", default=[], metavar="PATTERN",
         help="run the given solvers only on instances whose stem matches (fnmatch, repeatable)",
     )  # fmt: skip
-    r.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1)")
+    r.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (default 1)")
     r.add_argument(
         "--heuristic", action="append", metavar="NAME",
         help="run only these of the library's heuristics (repeatable; default all of them)",

@@ -7,6 +7,8 @@ import sys
 import time
 from typing import Any
 
+from balance_opt.commands._args import jobs, seconds
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,8 +20,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("folder", nargs="?", default="instances/ci", metavar="FOLDER")
     p.add_argument("--update", action="store_true", help="rewrite reference.csv from this run")
-    p.add_argument("--jobs", type=int, metavar="N", help="parallel solves (default: up to 2)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="exact solver limit (120 s)")
+    p.add_argument("--jobs", type=jobs, metavar="N", help="parallel solves (default: up to 2)")
+    p.add_argument("--time-limit", type=seconds, default=None, metavar="S", help="exact solver limit (120 s)")
     p.set_defaults(func=handler)
 
 

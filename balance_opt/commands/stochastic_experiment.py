@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import count, jobs
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,7 +20,7 @@ def register(sub: Any) -> None:
         "schedule under random draft acceptance and write OUT/README.md with tables and a figure.",
     )
     p.add_argument("--out", default="reports/stochastic", metavar="DIR")
-    p.add_argument("--seeds", type=int, default=2, metavar="N", help="seeds 1..N per K (default 2)")
+    p.add_argument("--seeds", type=count, default=2, metavar="N", help="seeds 1..N per K (default 2)")
     p.add_argument("--reference", default="exact", metavar="SOLVER", help="reference solver (default exact)")
     p.add_argument(
         "--time-limit", type=float, default=10.0, metavar="S", help="reference limit per solve (default 10)"
@@ -29,7 +31,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--users", default="20,30,40,50,60,70", metavar="K,...", help="values of K (default 20..70)"
     )
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel solves (default 1)")
+    p.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (default 1)")
     p.set_defaults(func=handle)
 
 

@@ -4,18 +4,46 @@ A solver is one :func:`register` call: its public name and ``"module:Class"``. W
 proves, its options and what it needs are declared by the class itself
 (:class:`~balance_opt.solvers.base.Solver`). Heavy backends (Pyomo, HiGHS, OR-Tools)
 load on first use, so ``balance-opt --help`` and the heuristic stay fast.
+
+A package adds solvers as entry points of the group ``balance_opt.solvers`` (name =
+``"module:Class"``, docs/solvers.md): they are read when a name is first looked up and
+imported only when used; a built-in name is never replaced by a plug-in.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import Any, Literal
 
 from balance_opt.errors import SolverUnavailable
 from balance_opt.solvers.base import Solver
 
+ENTRY_POINT_GROUP = "balance_opt.solvers"
+
 # name -> "module:class"
 _REGISTRY: dict[str, str] = {}
+_PLUGINS: dict[str, str] = {}  # the names that came from entry points
+_discovered: list[bool] = []  # [True] once the entry points were read
+
+
+def _discover() -> None:
+    """Register the entry points of :data:`ENTRY_POINT_GROUP` once (nothing is imported)."""
+    if _discovered:
+        return
+    _discovered.append(True)
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            _REGISTRY[ep.name] = _PLUGINS[ep.name] = ep.value
+
+
+def rediscover() -> None:
+    """Read the entry points again (after installing a plug-in in a running process)."""
+    for name in _PLUGINS:
+        if _REGISTRY.get(name) == _PLUGINS[name]:
+            del _REGISTRY[name]
+    _PLUGINS.clear()
+    _discovered.clear()
 
 
 def register(name: str, target: str, *, replace: bool = False) -> None:
@@ -38,6 +66,7 @@ def unregister(name: str) -> None:
 
 def solver_target(name: str) -> str | None:
     """The ``"module:Class"`` registered as ``name``, if any."""
+    _discover()
     return _REGISTRY.get(name)
 
 
@@ -64,6 +93,7 @@ def solver_names(exact_for: Literal["P1", "P2"] | None = None) -> list[str]:
     The tests hold every proving solver to enumeration, so declaring ``proves`` on a
     solver class is what puts it under test.
     """
+    _discover()
     if exact_for is None:
         return list(_REGISTRY)
     return [name for name in _REGISTRY if solver_class(name).proves == exact_for]
@@ -71,18 +101,28 @@ def solver_names(exact_for: Literal["P1", "P2"] | None = None) -> list[str]:
 
 def heuristic_names() -> list[str]:
     """The registered solvers that prove nothing (their schedules are only feasible)."""
+    _discover()
     return [name for name in _REGISTRY if solver_class(name).proves is None]
 
 
 def solver_class(name: str) -> type[Solver]:
-    """The class behind ``name``; ValueError for an unknown name."""
+    """The class behind ``name``; ValueError for an unknown name, ImportError (naming the
+    solver, its target and, for a plug-in, the entry-point group) when it cannot be loaded."""
+    _discover()
     try:
         target = _REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown solver {name!r}; known: {', '.join(_REGISTRY)}") from None
     module, _, attr = target.partition(":")
-    cls: type[Solver] = getattr(importlib.import_module(module), attr)
-    return cls
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        origin = f" (entry point of {ENTRY_POINT_GROUP!r})" if _PLUGINS.get(name) == target else ""
+        raise ImportError(f"solver {name!r}{origin}: {target!r} cannot be loaded: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Solver)):
+        raise ImportError(f"solver {name!r}: {target!r} is not a Solver subclass")
+    solver: type[Solver] = cls
+    return solver
 
 
 def get_solver(name: str, **options: Any) -> Solver:
@@ -95,10 +135,12 @@ def get_solver(name: str, **options: Any) -> Solver:
 
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "Solver",
     "SolverUnavailable",
     "get_solver",
     "heuristic_names",
+    "rediscover",
     "register",
     "solver_class",
     "solver_names",

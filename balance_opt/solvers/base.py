@@ -5,6 +5,7 @@ and what it declares about itself (:class:`Option` per option, what it proves, w
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -42,21 +43,41 @@ class InvalidOption(ValueError):
 
 _KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
+# The portable ceilings of every option (docs/solvers.md, "Domains"): a configuration that
+# one machine accepts runs on every other, so no domain depends on this machine's cores.
+MAX_THREADS = 256
+MAX_SECONDS = 1e7  # about 116 days: any longer limit is a mistake, not a plan
+MAX_INT = 2**63 - 1  # int64: what the backends and the results table hold
+
 
 @dataclass(frozen=True)
 class Option:
-    """One option of a solver: its default (whose type is the option's), and its domain."""
+    """One option of a solver: its default (whose type is the option's), its domain and
+    what it does.
+
+    The domain is the type, then ``choices`` or the range ``[minimum, maximum]`` (the
+    lower end open with ``above``); a float is always finite and an integer within
+    int64, so no value that a backend or a JSON file cannot hold gets past it.
+    """
 
     default: Any
     choices: tuple[Any, ...] = ()  # when given, the only values allowed
     minimum: float | None = None
     kind: type | None = None  # the values' type where the default is None ("off")
+    maximum: float | None = None
+    above: bool = False  # the minimum itself is outside the domain
+    description: str = ""
+
+    @property
+    def value_type(self) -> type:
+        """The type of the values (``kind``, else the default's)."""
+        return self.kind or type(self.default)
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is outside the domain, or None."""
         if value is None and self.default is None:
             return None
-        kind = self.kind or type(self.default)
+        kind = self.value_type
         # bool is an int in Python, but no option takes one for the other
         ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
         if kind is float:
@@ -65,9 +86,52 @@ class Option:
             return f"must be {_KINDS.get(kind, kind.__name__)}, got {value!r}"
         if self.choices and value not in self.choices:
             return f"must be one of {self.choices}, got {value!r}"
-        if self.minimum is not None and value < self.minimum:
-            return f"must be at least {self.minimum:g}, got {value!r}"
+        if kind in (int, float) and not self._in_range(value):
+            return f"must be {self.domain()}, got {value!r}"
         return None
+
+    def _in_range(self, value: float) -> bool:
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        low, high = self.bounds()
+        if low is not None and (value < low or (self.above and value == low)):
+            return False
+        return high is None or value <= high
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """The range's ends (an integer's upper end is at most int64's)."""
+        high = self.maximum
+        if self.value_type is int:
+            high = MAX_INT if high is None else min(high, MAX_INT)
+        return self.minimum, high
+
+    def domain(self) -> str:
+        """The domain in words, e.g. ``an integer in [1, 256]``, ``one of ('fast', 'literal')``."""
+        kind = self.value_type
+        if self.choices:
+            text = f"one of {self.choices}"
+        elif kind in (int, float):
+            low, high = self.bounds()
+            name = "an integer" if kind is int else "a finite number"
+            left = "-inf" if low is None else f"{low:g}"
+            right = "inf" if high is None else (str(int(high)) if kind is int else f"{high:g}")
+            text = f"{name} in {'(' if self.above or low is None else '['}{left}, {right}]"
+        else:
+            text = _KINDS.get(kind, kind.__name__)
+        return f"{text} or null (off)" if self.default is None else text
+
+
+def threads_option(default: int = 1, description: str = "") -> Option:
+    """The ``threads`` option: 1 by default everywhere (one solve per core keeps timings
+    comparable), at most :data:`MAX_THREADS`."""
+    text = description or "worker threads of the solve"
+    return Option(default, minimum=1, maximum=MAX_THREADS, description=text)
+
+
+def seconds_option(description: str) -> Option:
+    """A time limit in seconds: off (None) by default, else finite, above 0 and at most
+    :data:`MAX_SECONDS`."""
+    return Option(None, kind=float, minimum=0.0, above=True, maximum=MAX_SECONDS, description=description)
 
 
 @dataclass(frozen=True)

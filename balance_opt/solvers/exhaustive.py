@@ -271,7 +271,9 @@ class ExhaustiveSolver(Solver):
     """P1 exactly: every z in Z and every assignment, pruned without losing exactness."""
 
     name = "exhaustive"
-    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        "force": Option(False, description=f"search even above {MAX_USERS} users (3^K assignments)")
+    }
     proves = "P1"
 
     def _solve(
@@ -299,7 +301,9 @@ class ExhaustiveP2Solver(Solver):
     """
 
     name = "exhaustive-p2"
-    option_specs: ClassVar[Mapping[str, Option]] = {"force": Option(False)}
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        "force": Option(False, description=f"search even above {MAX_USERS} users (3^K assignments)")
+    }
     proves = "P2"
 
     def _solve(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver
+from balance_opt.solvers.base import Option, Solver, threads_option
 from balance_opt.status import Termination
 
 if TYPE_CHECKING:
@@ -35,11 +35,23 @@ class ExactSolver(Solver):
     """Proved optima of P1, or under a time limit the best schedule with a proved bound."""
 
     name = "exact"
-    # threads: 2 bounds the two halves of each split at once; the result is the same for any value
     option_specs: ClassVar[Mapping[str, Option]] = {
-        "warm_start": Option(True),
-        "threads": Option(2, minimum=1),
-        "improve": Option(2, minimum=0),
+        "warm_start": Option(True, description="start from balance's schedule (and the hint, if any)"),
+        # the result is the same for any value; the search uses at most 2
+        "threads": threads_option(description="2 bounds the two halves of each split at once"),
+        "improve": Option(
+            2,
+            minimum=0,
+            maximum=1000,
+            description="z values of highest open bound balance-plus's search tries",
+        ),
+        "work_limit": Option(
+            None,
+            kind=int,
+            minimum=1,
+            maximum=10**12,
+            description="stop after this many boxes (deterministic work units, docs/exact.md)",
+        ),
     }
     proves = "P1"
     requires = ("highspy",)
@@ -48,10 +60,15 @@ class ExactSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        warm = bool(self.options["warm_start"])
-        threads, improve = int(self.options["threads"]), int(self.options["improve"])
+        opts = self.options
         return solve_exact(
-            instance, time_limit=time_limit, hint=hint, warm_start=warm, threads=threads, improve=improve
+            instance,
+            time_limit=time_limit,
+            hint=hint,
+            warm_start=bool(opts["warm_start"]),
+            threads=int(opts["threads"]),
+            improve=int(opts["improve"]),
+            work_limit=opts["work_limit"],
         )
 
 
@@ -63,19 +80,23 @@ def solve_exact(
     warm_start: bool = True,
     threads: int = 1,
     improve: int = 2,
+    work_limit: int | None = None,
 ) -> SolverOutput:
     """Run the box search over the whole z grid; the bound holds whenever it stops.
 
     With ``warm_start``, ``balance``'s schedule starts the search; under a time limit, a
     search still open at ``IMPROVE_AT`` of it runs balance-plus's search at the
-    ``improve`` z values of highest open bound (:func:`_improve`)."""
+    ``improve`` z values of highest open bound (:func:`_improve`). A ``work_limit`` stops
+    the search after that many boxes, and its ``IMPROVE_AT`` share starts the improvement
+    instead of the clock: without a time limit, bound and schedule are the same on every
+    machine."""
     from balance_opt.solvers.exact.search import BoxSearch, Incumbent
 
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     grid = inst.server.z_grid
     incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
-    search = BoxSearch(inst, incumbent, deadline, threads)
+    search = BoxSearch(inst, incumbent, deadline, threads, work_limit)
     try:
         return _search(search, inst, start, time_limit, hint, warm_start, improve)
     finally:
@@ -107,7 +128,11 @@ def _search(
             proved = False
             break
         search.add_z(z)
-    if warm and improve and time_limit is not None:
+    work = search.work_limit
+    if warm and improve and work is not None:  # the work limit's share, not the clock's
+        until_work = None if time_limit is None else start + IMPROVE_UNTIL * time_limit
+        search.hook = (int(IMPROVE_AT * work), lambda: _improve(search, inst, until_work, improve))
+    elif warm and improve and time_limit is not None:
         until = start + IMPROVE_UNTIL * time_limit
         search.hook = (start + IMPROVE_AT * time_limit, lambda: _improve(search, inst, until, improve))
     setup = time.perf_counter() - start
@@ -119,16 +144,19 @@ def _search(
     per_z, trace = counters.pop("per_z"), counters.pop("trace")
     stats = {
         **counters,
+        "work_units": search.stats.boxes,  # boxes taken from the heap (option work_limit)
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": per_z,
         "trace": [list(t) for t in trace],  # (seconds, served, bound) whenever either changes
     }
+    if not proved and search.work_limit is not None and search.stats.boxes >= search.work_limit:
+        stats["stopped_by"] = "work_limit"  # a limit all the same: termination time_limit
     ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
     stop = Termination.OPTIMAL if bound == served else ended
     return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
 
 
-def _improve(search: BoxSearch, inst: Instance, until: float, count: int) -> None:
+def _improve(search: BoxSearch, inst: Instance, until: float | None, count: int) -> None:
     """balance-plus's search (:func:`.warm_start.improve_at_z`) at the ``count`` z values
     of the highest open bounds, each asked to beat the incumbent.
 
@@ -142,7 +170,7 @@ def _improve(search: BoxSearch, inst: Instance, until: float, count: int) -> Non
 
     started = time.perf_counter()
     for z in search.open_z()[:count]:
-        if time.perf_counter() > until:
+        if until is not None and time.perf_counter() > until:
             break
         better = improve_at_z(inst, z, search.inc.schedule, until)
         if better is not None:

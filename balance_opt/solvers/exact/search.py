@@ -69,9 +69,16 @@ class BoxSearch:
     """The search state: incumbent, open boxes, proved bounds outside the boxes."""
 
     def __init__(
-        self, inst: Instance, incumbent: Incumbent, deadline: float | None, threads: int = 1
+        self,
+        inst: Instance,
+        incumbent: Incumbent,
+        deadline: float | None,
+        threads: int = 1,
+        work_limit: int | None = None,
     ) -> None:
         self.inst, self.inc, self.deadline = inst, incumbent, deadline
+        # boxes taken from the heap: the deterministic work unit (docs/exact.md)
+        self.work_limit = work_limit
         self.heap: list[tuple[int, int, int, float, Box, Any]] = []  # ..., z, box, parent basis
         self.zdata: dict[float, ZData] = {}
         self.pairs: dict[float, LimitPairs] = {}
@@ -85,8 +92,9 @@ class BoxSearch:
         self._tick = itertools.count()
         self._start = time.perf_counter()
         self._last = (-1, -1)
-        # (when, what): called once from the loop when the search is still open then
-        self.hook: tuple[float, Callable[[], None]] | None = None
+        # (when, what): called once from the loop when the search is still open at that
+        # time.perf_counter() value, or after that many boxes (an int: a work limit's)
+        self.hook: tuple[float | int, Callable[[], None]] | None = None
 
     def close(self) -> None:
         """Stop the helper thread, if any."""
@@ -101,7 +109,16 @@ class BoxSearch:
             self.stats.trace.append((round(time.perf_counter() - self._start, 3), *now))
 
     def out_of_time(self) -> bool:
+        """Past the deadline, or the work limit's boxes all taken."""
+        if self.work_limit is not None and self.stats.boxes >= self.work_limit:
+            return True
         return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def _hook_due(self) -> bool:
+        if self.hook is None:
+            return False
+        when = self.hook[0]
+        return self.stats.boxes >= when if isinstance(when, int) else time.perf_counter() > when
 
     def open_z(self) -> list[float]:
         """The z values of the open boxes, highest bound first."""
@@ -226,7 +243,7 @@ class BoxSearch:
     def run(self) -> bool:
         """Search until proved or out of time; True when every box was closed."""
         while self.heap:
-            if self.hook is not None and time.perf_counter() > self.hook[0]:
+            if self.hook is not None and self._hook_due():
                 call, self.hook = self.hook[1], None
                 call()  # it may raise the incumbent: look at the heap again
                 continue

@@ -32,7 +32,14 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = ("fast", "literal")
 class _Algorithm3Solver(Solver):
     """Algorithm 3 on the grids chosen by :meth:`grids`, by the implementation chosen once."""
 
-    option_specs: ClassVar[Mapping[str, Option]] = {"implementation": Option("fast", IMPLEMENTATIONS)}
+    option_specs: ClassVar[Mapping[str, Option]] = {
+        "implementation": Option(
+            "fast",
+            IMPLEMENTATIONS,
+            description="Algorithm 3 by the vectorized implementation or the literal reference one "
+            "(the same outcome by contract)",
+        )
+    }
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -141,9 +148,14 @@ class BalancePlusSolver(Solver):
 
     name = "balance-plus"
     option_specs: ClassVar[Mapping[str, Option]] = {
-        "splits": Option(10, minimum=1),
-        "cuts": Option(64, minimum=1),
-        "effort": Option(EFFORT, minimum=1),
+        # the maxima are ceilings far above any useful value (docs/solvers.md, "Domains")
+        "splits": Option(
+            10, minimum=1, maximum=10_000, description="the seeds' memory shares are i / splits"
+        ),
+        "cuts": Option(64, minimum=1, maximum=100_000, description="the most deadline splits per z"),
+        "effort": Option(
+            EFFORT, minimum=1, maximum=10**9, description="at most effort // K single-mode searches in all"
+        ),
     }
 
     def _solve(

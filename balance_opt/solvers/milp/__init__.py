@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver
+from balance_opt.solvers.base import Option, Solver, seconds_option, threads_option
 from balance_opt.solvers.common.warm_start import balance_schedule
 from balance_opt.solvers.milp.options import (
     BEST_KNOWN,
@@ -27,27 +27,42 @@ from balance_opt.solvers.milp.options import (
 )
 
 SWEEP_KEYS = frozenset(f.name for f in fields(SweepOptions))
+# Portable ceilings (docs/solvers.md): a cutoff above any instance's users is no cutoff,
+# and 2^20 parts per z, or 40 bisections of each, are far past any refutation's needs.
+MAX_USERS = 10**6
+MAX_SPLIT = 2**20
+MAX_SPLIT_DEPTH = 40
 
 
 def sweep_options(
-    threads: int, mode_bounds: str, plan: str, selectors: str, **backend: Option
+    threads: Option, mode_bounds: str, plan: str, selectors: str, **backend: Option
 ) -> dict[str, Option]:
     """The options every MILP backend has, with that backend's defaults (:class:`SweepOptions`),
     and the backend's own (after ``warm_start``, the order the results record them in)."""
     return {
-        "threads": Option(threads),
-        "warm_start": Option(True),
+        "threads": threads,
+        "warm_start": Option(True, description="start from balance's schedule when no hint is given"),
         **backend,
-        "mode_bounds": Option(mode_bounds, MODE_BOUNDS),
-        "plan": Option(plan, PLANS),
-        "selectors": Option(selectors, SELECTORS),
+        "mode_bounds": Option(
+            mode_bounds, MODE_BOUNDS, description="when each mode's optimum alone caps that mode's count"
+        ),
+        "plan": Option(plan, PLANS, description="how the sweeps share a time limit (docs/milp.md)"),
+        "selectors": Option(
+            selectors, SELECTORS, description="which z models enforce their padding rows by binary levels"
+        ),
         # refutation (docs/milp.md): off unless set; their values are checked together
-        "cutoff": Option(None, kind=int, minimum=0),
-        "z_time_limit": Option(None, kind=float),
-        "split": Option(0, minimum=0),
-        "split_by": Option("ad-count", SPLITS_BY),
-        "split_depth": Option(0, minimum=0),
-        "whole_time_limit": Option(None, kind=float),
+        "cutoff": Option(
+            None, kind=int, minimum=0, maximum=MAX_USERS, description='refute "more than cutoff served"'
+        ),
+        "z_time_limit": seconds_option("seconds per z model solve (null: the sweep's share)"),
+        "split": Option(
+            0, minimum=0, maximum=MAX_SPLIT, description="refutation: parts per z after a timeout"
+        ),
+        "split_by": Option("ad-count", SPLITS_BY, description="what the parts of a split divide"),
+        "split_depth": Option(
+            0, minimum=0, maximum=MAX_SPLIT_DEPTH, description="times a part left open is bisected again"
+        ),
+        "whole_time_limit": seconds_option("with split: seconds per whole-z solve (null: z_time_limit)"),
     }
 
 
@@ -104,7 +119,9 @@ class HighsMilpSolver(MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(1, "never", "gap-first", "auto")
+    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(
+        threads_option(), "never", "gap-first", "auto"
+    )
     requires = ("pyomo", "highspy")
     install = "pyomo highspy"
 
@@ -125,7 +142,15 @@ class CpSatMilpSolver(MilpSolver):
     name = "milp-cpsat"
     # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
     option_specs: ClassVar[Mapping[str, Option]] = sweep_options(
-        8, "always", "plain", "never", indicators=Option("enforce", INDICATORS)
+        threads_option(description="CP-SAT's workers (num_workers)"),
+        "always",
+        "plain",
+        "never",
+        indicators=Option(
+            "enforce",
+            INDICATORS,
+            description="indicator rows enforced natively or as data-derived big-M rows",
+        ),
     )
     requires = ("ortools",)
     install = "ortools"
@@ -156,10 +181,13 @@ class ScipMilpSolver(MilpSolver):
     name = "milp-scip"
     # SCIP's branch and bound is sequential: one thread is the only value accepted
     option_specs: ClassVar[Mapping[str, Option]] = {
-        **sweep_options(1, "never", "gap-first", "auto"),
-        "threads": Option(1, choices=(1,)),
-        # what limits count: wall-clock seconds, or CPU seconds (for runs that may be paused)
-        "clock": Option("wall", ("wall", "cpu")),
+        **sweep_options(threads_option(), "never", "gap-first", "auto"),
+        "threads": Option(1, choices=(1,), description="SCIP's branch and bound is sequential: 1 only"),
+        "clock": Option(
+            "wall",
+            ("wall", "cpu"),
+            description="what limits count: wall-clock seconds, or CPU seconds (for runs that may be paused)",
+        ),
     }
     requires = ("pyscipopt",)
     install = "'balance-opt[scip]' (or pyscipopt)"
