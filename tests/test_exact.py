@@ -220,3 +220,19 @@ def test_threads_do_not_change_the_search() -> None:
 def test_threads_below_one_are_refused() -> None:
     with pytest.raises(ValueError, match=r"threads must be an integer in \[1, 256\], got 0"):
         get_solver("exact", threads=0).solve(generate("fig4", 5, seed=1))
+
+
+def test_a_work_limit_gives_the_same_bound_and_schedule_every_time() -> None:
+    """``work_limit`` counts boxes, not seconds: two runs agree, the bound holds against the
+    schedule, and the stats say what stopped the search."""
+    inst = generate("fig4", 30, seed=1)
+    runs = [get_solver("exact", work_limit=5).solve(inst) for _ in range(2)]
+    first, second = runs
+    assert first.bound == second.bound
+    assert first.schedule.z == second.schedule.z
+    assert first.schedule.modes.tolist() == second.schedule.modes.tolist()
+    assert first.stats["work_units"] <= 5
+    assert first.stats["stopped_by"] == "work_limit"  # 5 boxes do not close fig4 K = 30
+    assert first.bound is not None
+    assert first.bound >= first.served
+    assert first.options["work_limit"] == 5
