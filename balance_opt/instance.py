@@ -74,28 +74,48 @@ COUNT = Rule(">= 1", lambda x: x >= 1, integer=True)
 UNIT = Rule("in [0, 1]", lambda x: (x >= 0.0) & (x <= 1.0))
 OPEN_UNIT = Rule("with 0 < value < 1", lambda x: (x > 0.0) & (x < 1.0))
 
+
+def positive_up_to(top: float, unit: str = "") -> Rule:
+    """``0 < value <= top``: a physical range, so that no derived quantity overflows."""
+    return Rule(f"> 0 and <= {top:g}{unit}", lambda x: (x > 0) & (x <= top))
+
+
+def in_range(low: float, top: float, unit: str = "", integer: bool = False) -> Rule:
+    """``low <= value <= top``."""
+    return Rule(f">= {low:g} and <= {top:g}{unit}", lambda x: (x >= low) & (x <= top), integer=integer)
+
+
+# Physical ranges (docs/formats.md, "Value ranges"): wide enough for any real edge server,
+# tight enough that every derived quantity (FLOPs, bytes, seconds, their products with
+# REL_TOL) stays a finite float: at most 1e7 tokens x (1e5)^3 model sizes x 1 s per FLOP.
+YEAR_S = 365.0 * 86400.0
+MAX_TOKENS = 10**7
+MAX_DIM = 10**5
+MAX_DRAFT = 64
+
 # The value rules of an instance, by section and field, in file order (docs/formats.md).
 # Grids (``z_grid``, ``lambda_grid``) follow UNIT and must increase strictly.
 VALUE_RULES: Mapping[str, Mapping[str, Rule]] = {
     "server": {
-        "memory_bytes": POSITIVE,
-        "bytes_per_param": POSITIVE,
-        "draft_length": COUNT,
-        "bits_per_token": POSITIVE,
+        "memory_bytes": positive_up_to(1e15, " bytes"),
+        "bytes_per_param": positive_up_to(64.0, " bytes"),
+        "draft_length": in_range(1, MAX_DRAFT, integer=True),
+        "bits_per_token": positive_up_to(1e6, " bits"),
     },
     "model": {
-        **dict.fromkeys(("layers", "hidden", "head_dim", "heads", "ffn"), COUNT),
-        "alpha_s_per_flop": POSITIVE,
-        "beta_s": NON_NEGATIVE,
+        **dict.fromkeys(("layers", "hidden", "head_dim", "heads", "ffn"), in_range(1, MAX_DIM, integer=True)),
+        "alpha_s_per_flop": positive_up_to(1.0, " s"),
+        "beta_s": in_range(0.0, 3600.0, " s"),
     },
     "user": {
-        "input_tokens": COUNT,
-        "output_tokens": COUNT,
-        "deadline_s": POSITIVE,
+        "input_tokens": in_range(1, MAX_TOKENS, integer=True),
+        "output_tokens": in_range(1, MAX_TOKENS, integer=True),
+        "deadline_s": positive_up_to(YEAR_S, " s"),
         "acceptance": OPEN_UNIT,
-        **dict.fromkeys([f for f, _ in USER_ARRAY_FIELDS[4:]], POSITIVE),
-        "distance_m": NON_NEGATIVE,  # optional
-        "sd_iterations": COUNT,  # optional
+        **dict.fromkeys(("uplink_bandwidth_hz", "downlink_bandwidth_hz"), in_range(1.0, 1e12, " Hz")),
+        **dict.fromkeys(("uplink_spectral_efficiency", "downlink_spectral_efficiency"), in_range(1e-6, 1e3)),
+        "distance_m": in_range(0.0, 1e8, " m"),  # optional
+        "sd_iterations": in_range(1, MAX_TOKENS, integer=True),  # optional
     },
 }
 

@@ -42,9 +42,23 @@ def has_compute(mode: int, z: float) -> bool:
     return z > 0.0 if mode == AD else z < 1.0
 
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
 def tolerated(limit: Limit) -> Limit:
-    """``limit (1 + REL_TOL)``: the largest value the evaluator accepts (section 6)."""
-    return limit * (1.0 + REL_TOL)
+    """``limit (1 + REL_TOL)``: the largest value the evaluator accepts (section 6).
+
+    A finite limit near the float maximum would overflow to ``inf`` and let any value pass:
+    such a limit is tolerated as the largest finite float instead (an infinite value still
+    breaks it). The value rules keep every limit far below that; this is the last guard."""
+    if isinstance(limit, float):
+        out = limit * (1.0 + REL_TOL)
+        return out if math.isfinite(out) or not math.isfinite(limit) else math.copysign(_FLOAT_MAX, limit)
+    with np.errstate(over="ignore"):
+        arr = limit * (1.0 + REL_TOL)
+    if not np.isfinite(arr).all():  # rare: only then the slower repair
+        arr = np.where(np.isinf(arr) & np.isfinite(limit), np.copysign(_FLOAT_MAX, limit), arr)
+    return arr
 
 
 def latency_limits(inst: Instance) -> FloatArray:

@@ -74,7 +74,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "alpha-zero": ("llm.alpha_s_per_flop", "> 0"),
     "memory-zero": ("server.memory_bytes", "> 0"),
     "deadline-negative": ("users[1].deadline_s", "> 0"),
-    "bandwidth-zero": ("users[0].downlink_bandwidth_hz", "> 0"),
+    "bandwidth-zero": ("users[0].downlink_bandwidth_hz", ">= 1"),
     "grid-empty": ("server.z_grid", "non-empty list"),
     "grid-not-increasing": ("server.lambda_grid[2]", "strictly increasing"),
     "grid-outside-unit": ("server.z_grid[2]", "in [0, 1]"),
@@ -216,3 +216,30 @@ def test_written_files_follow_the_umask(tmp_path: Path, mask: int) -> None:
         again = atomic_write(path, b"{}")  # replacing a file: the new one follows the umask too
     assert stat.S_IMODE(again.stat().st_mode) == 0o666 & ~mask
     assert [p.name for p in path.parent.iterdir()] == ["inst.json"]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("server", "memory_bytes", 1.797e308),
+        ("server", "bytes_per_param", 1e300),
+        ("server", "draft_length", 65),
+        ("llm", "hidden", 10**6),
+    ],
+)
+def test_values_outside_the_physical_ranges_are_refused(section: str, field: str, value: Any) -> None:
+    doc = json.loads(TINY.read_text())
+    doc[section][field] = value
+    with pytest.raises(InputError) as info:
+        instance_from_dict(doc, "big.json")
+    assert info.value.path == f"{section}.{field}"
+    assert "<=" in info.value.rule
+
+
+def test_a_deadline_beyond_a_year_is_refused() -> None:
+    doc = json.loads(TINY.read_text())
+    doc["users"][0]["deadline_s"] = 1.797e308
+    with pytest.raises(InputError) as info:
+        instance_from_dict(doc, "late.json")
+    assert info.value.path == "users[0].deadline_s"
+    assert "<= 3.1536e+07 s" in info.value.rule

@@ -278,3 +278,15 @@ def test_alone_tables_match_each_singleton(inst: Instance, z: float) -> None:
             one = fn(inst, np.arange(inst.num_users) == u, z)
             assert latency[u] == pytest.approx(one.latency_s, rel=1e-12)
             assert kv[u] == pytest.approx(one.kv_bytes, rel=1e-12)
+
+
+@pytest.mark.parametrize("limit", [1.797e308, float(np.finfo(np.float64).max)])
+def test_tolerated_never_overflows_to_infinity(limit: float) -> None:
+    # a finite limit near the float maximum must not tolerate an infinite value
+    assert math.isfinite(model.tolerated(limit))
+    assert not model.within(math.inf, limit)
+    arr = model.tolerated(np.array([limit, 1.0, math.inf]))
+    assert math.isfinite(arr[0])
+    assert arr[1] == 1.0 * (1.0 + model.REL_TOL)
+    assert math.isinf(arr[2])
+    assert not model.within(np.array([math.inf]), np.array([limit]))[0]
