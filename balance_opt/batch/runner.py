@@ -9,7 +9,7 @@ results table is rebuilt from the files.
 
 from __future__ import annotations
 
-import sys
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from balance_opt.batch.configs import SolverConfig
+from balance_opt.batch.folder import folder_error, hold_run_folder
+from balance_opt.batch.progress import Progress
 from balance_opt.batch.table import TableWriter
-from balance_opt.batch.task import Task, bad_instance_doc, make_task
-from balance_opt.errors import InputError
+from balance_opt.batch.task import Task, bad_instance_doc, failed_doc, make_task
+from balance_opt.errors import InputError, UsageError
 from balance_opt.io import (
     atomic_write,
     dumps,
@@ -28,8 +30,8 @@ from balance_opt.io import (
     read_bytes,
     sha256_bytes,
 )
-from balance_opt.solution import Solution
-from balance_opt.status import Status
+from balance_opt.solution import Solution, recorded_options
+from balance_opt.status import UNANSWERED, Status, Termination
 
 
 class Executor(Protocol):
@@ -80,27 +82,106 @@ def read_instance_file(path: Path) -> InstanceFile:
         error = None
     except InputError as exc:
         error = str(exc)
+    except (RecursionError, ArithmeticError, TypeError, ValueError) as exc:
+        # e.g. nesting deeper than the JSON parser recurses, a number too large for a float
+        error = f"{path}: is not an instance file: {type(exc).__name__}: {exc}"
     return InstanceFile(path, data, sha256_bytes(data), error)
 
 
+SEPARATOR = "__"
+
+
+def _escape(part: str) -> str:
+    """``part`` unchanged, unless it holds ``%`` or ``_`` where the separator could be read.
+
+    An escaped part always holds ``%`` and a plain one never does, and no part holds the
+    separator or ends in ``_``: the file name splits back into its two parts at its first
+    ``__``, so two pairs never share a file.
+    """
+    if "%" not in part and SEPARATOR not in part and not part.startswith("_") and not part.endswith("_"):
+        return part
+    return part.replace("%", "%25").replace("_", "%5F")
+
+
 def solution_name(stem: str, config: SolverConfig) -> str:
-    return f"{stem}__{config.name}.json"
+    """``<instance>__<configuration>.json``, each part escaped (:func:`_escape`) where needed."""
+    return f"{_escape(stem)}{SEPARATOR}{_escape(config.name)}.json"
+
+
+def legacy_solution_name(stem: str, config: SolverConfig) -> str:
+    """The name earlier versions gave the pair (the parts unescaped; such names could collide)."""
+    return f"{stem}{SEPARATOR}{config.name}.json"
+
+
+def _with_defaults(config: SolverConfig) -> dict[str, Any]:
+    """The options a solve of ``config`` records: its solver's defaults under its own."""
+    from balance_opt.solvers import solver_class
+
+    try:
+        defaults = solver_class(config.solver).option_defaults()
+    except Exception:  # an unknown or broken plug-in: compare what is known
+        defaults = {}
+    return {**defaults, **config.options}
+
+
+def _why_changed(sol: Solution | None, reason: str, inst: InstanceFile, config: SolverConfig) -> str:
+    """Why the pair's file does not count as done for this batch (it is solved again)."""
+    if sol is None:
+        return f"its file is not a solution balance-opt wrote ({reason})"
+    if sol.instance_sha256 != inst.sha256:
+        return "the instance file changed (another sha256)"
+    new = recorded_options(_with_defaults(config), config.seed, config.time_limit_s)
+    old = dict(sol.options)
+    diffs = [
+        f"{k} {old.get(k, '(unset)')} -> {new.get(k, '(unset)')}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k)
+    ]
+    if sol.solver != config.solver:
+        diffs.insert(0, f"solver {sol.solver} -> {config.solver}")
+    return "the configuration hash changed" + (f": {', '.join(diffs)}" if diffs else "")
 
 
 def _finished(
     path: Path, inst: InstanceFile, config: SolverConfig, retry_errors: bool
-) -> dict[str, Any] | None:
-    """The pair's solution, when its file holds one balance-opt wrote for this exact instance
-    and configuration (one it cannot read is solved again)."""
+) -> tuple[dict[str, Any] | None, str | None]:
+    """``(solution, None)`` when the pair's file holds one balance-opt wrote for this exact
+    instance and configuration; ``(None, why)`` when the file holds something else (it is
+    solved again, and overwritten); ``(None, None)`` when there is no file or the error is
+    to be retried."""
     if not path.exists():
-        return None
+        return None, None
     try:
         doc = parse_json(read_bytes(path), str(path))
-        sol = Solution.from_dict(doc, str(path))
-    except InputError:
-        return None
-    same = sol.instance_sha256 == inst.sha256 and sol.run is not None and sol.run.config_hash == config.hash
-    return doc if same and not (retry_errors and sol.status == Status.ERROR) else None
+        sol: Solution | None = Solution.from_dict(doc, str(path))
+        reason = ""
+    except InputError as exc:
+        sol, reason = None, str(exc)
+    except (RecursionError, TypeError, ValueError) as exc:  # a foreign file, deeply nested or odd
+        sol, reason = None, f"{path}: {type(exc).__name__}: {exc}"
+    run = None if sol is None else sol.run
+    if (
+        sol is not None
+        and run is not None
+        and sol.instance_sha256 == inst.sha256
+        and run.config_hash == config.hash
+    ):
+        if retry_errors and sol.status == Status.ERROR:
+            return None, None
+        return doc, None
+    return None, _why_changed(sol, reason, inst, config)
+
+
+@dataclass(frozen=True)
+class Resolve:
+    """A pair whose solution file is overwritten by this batch, and why."""
+
+    pair: str
+    why: str
+
+
+class ChangedPairs(UsageError):
+    """Pairs solved before with another configuration (or instance), and no ``force``."""
 
 
 @dataclass
@@ -111,13 +192,12 @@ class BatchOutcome:
     solved: int = 0
     skipped: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
+    resolved: list[Resolve] = field(default_factory=list)  # files overwritten, and why
 
 
-def _progress(total: int, enabled: bool | None) -> Any:
-    from tqdm import tqdm
-
-    show = sys.stderr.isatty() if enabled is None else enabled
-    return tqdm(total=total, file=sys.stderr, disable=not show, unit="solve", dynamic_ncols=True)
+def answer_failed(doc: dict[str, Any]) -> bool:
+    """A solve with no answer of its own (refused, crashed, killed) or one the evaluator rejects."""
+    return doc["status"] == Status.ERROR or doc.get("termination") in UNANSWERED
 
 
 class _Recorder:
@@ -133,37 +213,63 @@ class _Recorder:
     ) -> None:
         self.files, self.configs, self.out_dir = files, configs, out_dir
         self.on_solution, self.outcome = on_solution, outcome
-        self.table = None if out_dir is None else TableWriter(out_dir)
+        self.table: TableWriter | None = None
         self.docs: dict[tuple[int, int], dict[str, Any]] = {}
-        self.bar: Any = None
+        self.bar: Progress | None = None
 
     def plan(self, retry_errors: bool) -> list[Task]:
         """Tasks for the pairs not done yet; done pairs are read back from their files."""
         tasks: list[Task] = []
         for i, inst in enumerate(self.files):
             for j, cfg in enumerate(self.configs):
-                if self.out_dir is not None:
-                    path = self.out_dir / "solutions" / solution_name(inst.stem, cfg)
-                    done = _finished(path, inst, cfg, retry_errors)
-                    if done is not None:
-                        self.docs[i, j] = done
-                        self.outcome.skipped += 1
-                        continue
+                if self.out_dir is not None and self._done_before(i, j, retry_errors):
+                    continue
                 tasks.append(make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem, key=(i, j)))
         return tasks
 
+    def _done_before(self, i: int, j: int, retry_errors: bool) -> bool:
+        assert self.out_dir is not None
+        inst, cfg = self.files[i], self.configs[j]
+        folder = self.out_dir / "solutions"
+        path = folder / solution_name(inst.stem, cfg)
+        legacy = folder / legacy_solution_name(inst.stem, cfg)
+        if not path.exists() and legacy != path and legacy.exists():
+            done, _ = _finished(legacy, inst, cfg, retry_errors)  # a folder of an earlier version
+            run = None if done is None else done.get("run")
+            if isinstance(run, dict) and run.get("stem") == inst.stem and run.get("config") == cfg.name:
+                self.docs[i, j] = done  # type: ignore[assignment]
+                self.outcome.skipped += 1
+                return True
+        done, why = _finished(path, inst, cfg, retry_errors)
+        if done is not None:
+            self.docs[i, j] = done
+            self.outcome.skipped += 1
+            return True
+        if why is not None:
+            self.outcome.resolved.append(Resolve(f"{inst.stem} / {cfg.name}", why))
+        return False
+
     def done(self, task: Task, doc: dict[str, Any]) -> None:
         i, j = task.key
+        try:
+            text = dumps(doc)
+        except (TypeError, ValueError) as exc:  # a plug-in's stats that JSON cannot hold
+            doc = failed_doc(task, Termination.CRASHED, f"its answer cannot be written as JSON: {exc}", 0.0)
+            text = dumps(doc)
         if self.out_dir is not None and self.table is not None:
             # the file first: it is the record a rerun trusts; the table is a view of the files
             name = solution_name(self.files[i].stem, self.configs[j])
-            atomic_write(self.out_dir / "solutions" / name, dumps(doc))
+            path = self.out_dir / "solutions" / name
+            try:
+                atomic_write(path, text)
+            except OSError as exc:
+                raise folder_error(exc, path, "write the solution file") from None
             self.table.update(name, Solution.from_dict(doc, name))
         self.docs[i, j] = doc
         self.outcome.solved += 1
         self.outcome.statuses[doc["status"]] += 1
         if self.bar is not None:
-            self.bar.update(1)
+            self.bar.update(answer_failed(doc))
         if self.on_solution is not None:
             self.on_solution(doc)
 
@@ -178,20 +284,64 @@ def run_batch(
     progress: bool | None = None,
     on_solution: Callable[[dict[str, Any]], None] | None = None,
     retry_errors: bool = False,
+    force: bool = True,
+    say: Callable[[str], None] | None = None,
 ) -> BatchOutcome:
     """Solve every (instance, configuration) pair not already done in ``run_dir``.
 
     Without ``run_dir`` nothing is written (``on_solution`` sees each answer). The
-    default executor is a local process pool of ``jobs`` workers.
+    default executor is a local process pool of ``jobs`` workers. A pair whose file holds
+    another answer (another configuration hash or instance, a foreign file) is solved again
+    and its file overwritten; ``say`` hears which and why first, and without ``force``
+    the batch stops before any solve (:class:`ChangedPairs`). ``progress``: None shows
+    it on standard error (a bar on a terminal, a line every few seconds elsewhere).
     """
     files = [read_instance_file(p) for p in collect_instance_paths(instances)]
     out_dir = None if run_dir is None else Path(run_dir)
-    if out_dir is not None:
-        (out_dir / "solutions").mkdir(parents=True, exist_ok=True)
-    outcome = BatchOutcome()
-    rec = _Recorder(files, configs, out_dir, on_solution, outcome)
-    tasks = rec.plan(retry_errors)
-    rec.bar = _progress(len(tasks), progress)
+    with contextlib.ExitStack() as stack:
+        if out_dir is not None:
+            stack.enter_context(hold_run_folder(out_dir))
+        outcome = BatchOutcome()
+        rec = _Recorder(files, configs, out_dir, on_solution, outcome)
+        tasks = rec.plan(retry_errors)
+        _announce(outcome.resolved, force, say)
+        if out_dir is not None:
+            rec.table = _table_writer(out_dir)
+        _execute(rec, tasks, files, executor, jobs, progress)
+    outcome.solutions = [rec.docs[k] for k in sorted(rec.docs)]
+    return outcome
+
+
+def _announce(resolved: Sequence[Resolve], force: bool, say: Callable[[str], None] | None) -> None:
+    """Say which pairs are solved again and why; without ``force`` refuse to overwrite them."""
+    if not resolved:
+        return
+    lines = [f"  {r.pair}: {r.why}" for r in resolved]
+    if not force:
+        raise ChangedPairs(
+            f"{len(resolved)} pair(s) of this run folder hold another answer, which a rerun would "
+            "overwrite (rerun with --force to solve them again):\n" + "\n".join(lines)
+        )
+    if say is not None:
+        say(f"{len(resolved)} pair(s) solved again, their files overwritten:\n" + "\n".join(lines))
+
+
+def _table_writer(out_dir: Path) -> TableWriter:
+    try:
+        return TableWriter(out_dir)
+    except OSError as exc:
+        raise folder_error(exc, out_dir, "write the results table") from None
+
+
+def _execute(
+    rec: _Recorder,
+    tasks: list[Task],
+    files: Sequence[InstanceFile],
+    executor: Executor | None,
+    jobs: int,
+    progress: bool | None,
+) -> None:
+    rec.bar = Progress(len(tasks), progress)
     try:
         # Bad instance files need no worker: their error row is known now.
         runnable = []
@@ -210,6 +360,7 @@ def run_batch(
     finally:
         rec.bar.close()
         if rec.table is not None:
-            rec.table.flush()
-    outcome.solutions = [rec.docs[k] for k in sorted(rec.docs)]
-    return outcome
+            try:
+                rec.table.flush()
+            except OSError as exc:
+                raise folder_error(exc, rec.table.run_dir, "write the results table") from None

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from balance_opt.commands._args import jobs, seconds
 from balance_opt.errors import UsageError
 from balance_opt.status import UNANSWERED, Status, Termination
 
@@ -38,11 +39,11 @@ def register(sub: Any) -> None:
     )
     limits = p.add_argument_group("limits and execution")
     limits.add_argument(
-        "--time-limit", type=float, metavar="S", help="per-solve limit for configurations without one"
+        "--time-limit", type=seconds, metavar="S", help="per-solve limit for configurations without one"
     )
     limits.add_argument(
         "--jobs",
-        type=int,
+        type=jobs,
         metavar="N",
         help="parallel solves (default: 1 locally, for timing; every worker thread of a dask cluster)",
     )
@@ -55,6 +56,13 @@ def register(sub: Any) -> None:
     limits.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--executor dask)")
     limits.add_argument(
         "--retry-errors", action="store_true", help="solve pairs whose last answer was an error"
+    )
+    limits.add_argument(
+        "--force",
+        action="store_true",
+        help="solve again, and overwrite, pairs whose solution file holds another answer (another "
+        "configuration hash or instance file, or a file balance-opt did not write); without it such a "
+        "rerun lists them and exits with status 2",
     )
     limits.add_argument(
         "--fail-on-error",
@@ -145,9 +153,11 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
         args.out,
         executor=executor,
         jobs=args.jobs or 1,
-        progress=None if args.out else False,
+        progress=None if args.out or args.json else False,
         on_solution=show,
         retry_errors=args.retry_errors,
+        force=args.force,
+        say=lambda message: print(f"balance-opt solve: {message}", file=sys.stderr, flush=True),
     )
     if single and refused(outcome.solutions[0]):
         # One solve that the solver refused (e.g. exhaustive search on a large K) is bad input.
