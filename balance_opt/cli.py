@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "balance_opt.commands.report",
     "balance_opt.commands.experiment",
     "balance_opt.commands.stochastic_experiment",
+    "balance_opt.commands.online",
     "balance_opt.commands.regress",
     "balance_opt.commands.library",
     "balance_opt.commands.adversary",

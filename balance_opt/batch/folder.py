@@ -43,12 +43,12 @@ def _owner_text() -> str:
 
 
 @contextlib.contextmanager
-def hold_run_folder(run_dir: Path) -> Iterator[None]:
-    """Create ``run_dir/solutions`` and hold the folder's lock for the ``with`` block."""
+def hold_run_folder(run_dir: Path, inner: str = "solutions") -> Iterator[None]:
+    """Create ``run_dir/inner`` and hold the folder's lock for the ``with`` block."""
     from filelock import FileLock, Timeout
 
     try:
-        (run_dir / "solutions").mkdir(parents=True, exist_ok=True)
+        (run_dir / inner).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise folder_error(exc, run_dir, "create the run folder") from None
     lock = FileLock(str(run_dir / LOCK_NAME), timeout=0)

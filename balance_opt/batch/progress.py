@@ -39,8 +39,11 @@ class Progress:
         stream: TextIO | None = None,
         interval_s: float = PLAIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
+        label: str = "balance-opt solve",
+        unit: str = "solve",
     ) -> None:
         self.total, self.done, self.failed = total, 0, 0
+        self.label = label
         self.stream = sys.stderr if stream is None else stream
         self.interval_s, self.clock = interval_s, clock
         self.start = self.last = clock()
@@ -49,7 +52,7 @@ class Progress:
         if self.show and self.stream.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, file=self.stream, unit="solve", dynamic_ncols=True)
+            self.bar = tqdm(total=total, file=self.stream, unit=unit, dynamic_ncols=True)
 
     def line(self) -> str:
         """The plain progress line."""
@@ -57,7 +60,7 @@ class Progress:
         if 0 < self.done < self.total:
             rate = (self.clock() - self.start) / self.done
             left = f", about {_duration(rate * (self.total - self.done))} left"
-        return f"balance-opt solve: {self.done}/{self.total} done, {self.failed} failed{left}"
+        return f"{self.label}: {self.done}/{self.total} done, {self.failed} failed{left}"
 
     def update(self, failed: bool) -> None:
         self.done += 1

@@ -1,0 +1,102 @@
+"""``balance-opt online``: points, resume, settings that changed, bad traces, a crashing policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from balance_opt.cli import main
+from balance_opt.evaluate import Schedule
+from balance_opt.online.experiment import Point, PolicySpec, WorkloadSpec, run_experiment
+from balance_opt.online.policies import register_policy, unregister_policy
+from balance_opt.online.policy import View
+
+TINY = ["--rates", "1,2", "--duration", "15", "--policies", "balance,fcfs-ad", "--no-report", "--no-progress"]
+
+
+def test_points_rows_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["online", "--out", str(out), *TINY, "--no-bound"]) == 0
+    files = sorted((out / "points").glob("*.json"))
+    assert len(files) == 4
+    df = pd.read_csv(out / "results.csv")
+    assert sorted(df["config"]) == ["balance-w1", "balance-w1", "fcfs-ad-w1", "fcfs-ad-w1"]
+    assert (df["served"] <= df["K"]).all()
+    assert (df["attainment"] == df["served"] / df["K"]).all()
+    before = {f.name: f.read_bytes() for f in files}
+    stamp = {f.name: f.stat().st_mtime_ns for f in files}
+    capsys.readouterr()
+    assert main(["online", "--out", str(out), *TINY, "--no-bound"]) == 0  # resumes: nothing to do
+    assert {f.name: f.stat().st_mtime_ns for f in files} == stamp
+    assert {f.name: f.read_bytes() for f in files} == before
+
+
+def test_a_point_with_other_settings_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["online", "--out", str(out), *TINY, "--no-bound"]) == 0
+    capsys.readouterr()
+    again = [*TINY, "--no-bound", "--policy-time-limit", "5"]
+    assert main(["online", "--out", str(out), *again]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert main(["online", "--out", str(out), *again, "--force"]) == 0
+    doc = json.loads(next((out / "points").glob("*balance*.json")).read_text())
+    assert doc["identity"]["policy"]["time_limit_s"] == 5.0
+
+
+def test_rows_carry_the_hindsight_bound(tmp_path: Path) -> None:
+    pytest.importorskip("balance_opt.online.hindsight")
+    out = tmp_path / "run"
+    assert main(["online", "--out", str(out), *TINY]) == 0
+    df = pd.read_csv(out / "results.csv")
+    assert df["bound"].notna().all()
+    assert (df["served"] <= df["bound"]).all()
+    assert len(list((out / "bounds").glob("*.json"))) == 2  # one per workload, not per policy
+
+
+def test_a_bad_trace_is_exit_2_naming_file_row_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens,deadline_s\n0.5,10,20,3\n0.2,10,20,3\n")
+    code = main(["online", "--out", str(tmp_path / "run"), "--trace", str(trace), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "t.csv" in err
+    assert "arrival_s" in err
+    assert not (tmp_path / "run" / "points").exists() or not list((tmp_path / "run" / "points").iterdir())
+
+
+class Crash:
+    name = "test-crash"
+
+    def decide(self, view: View) -> Schedule:
+        raise RuntimeError("boom")
+
+
+def test_a_crashing_policy_is_an_error_row_and_the_others_run(tmp_path: Path) -> None:
+    register_policy("test-crash", Crash)
+    try:
+        w = WorkloadSpec(rate_per_s=1.0, duration_s=10.0, seed=1)
+        pts = [Point(w, PolicySpec("test-crash")), Point(w, PolicySpec("fcfs-sd"))]
+        rows = run_experiment(tmp_path / "run", pts, bounds=False, progress=False)
+    finally:
+        unregister_policy("test-crash")
+    by = {r["config"]: r for r in rows}
+    assert by["test-crash-w1"]["status"] == "error"
+    assert "boom" in by["test-crash-w1"]["error"]
+    assert by["fcfs-sd-w1"]["status"] == "feasible"
+
+
+def test_unknown_policy_and_bad_numbers_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = ["online", "--out", str(tmp_path / "r")]
+    assert main([*out, "--policies", "nope"]) == 2
+    assert "unknown" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([*out, "--rates", "1,-2"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main([*out, "--seeds", "x"])
+    assert exc.value.code == 2
