@@ -316,7 +316,7 @@ def unregister_policy(name: str) -> None:
     _FACTORIES.pop(name, None)
 
 
-def make_policy(name: str, **kwargs: Any) -> Policy:
+def make_policy(name: str, /, **kwargs: Any) -> Policy:
     """The policy ``name`` made with ``kwargs``; ValueError listing the known names if unknown."""
     _discover()
     if name in _FACTORIES:
