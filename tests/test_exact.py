@@ -23,8 +23,9 @@ from balance_opt.solvers import get_solver
 from balance_opt.solvers.exact.boxes import DIMS, RELAX, RESTRICT, Box, ZData, caps
 from balance_opt.solvers.exact.highs_lp import BOUND_EPS, count_bound, solve
 from balance_opt.solvers.exact.warm_lp import WarmLp
+from tests.oracles import p1_optimum as brute_force
 from tests.strategies import small_instances
-from tests.test_milp import brute_force, cases
+from tests.test_milp import cases
 
 pytest.importorskip("highspy")
 

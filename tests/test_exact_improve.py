@@ -19,7 +19,8 @@ from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.common.warm_start import improve_at_z
-from tests.test_milp import brute_force, cases
+from tests.oracles import p1_optimum as brute_force
+from tests.test_milp import cases
 from tests.test_plus import most_in_one_mode
 
 pytest.importorskip("highspy")

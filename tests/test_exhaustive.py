@@ -3,51 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.exhaustive import MAX_USERS
-from balance_opt.solvers.heuristic.primitives import memory_split
+from tests.oracles import brute_p1, brute_p2
 from tests.strategies import small_instances
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# itertools.product over these codes is the documented tie-break order: AD, SD, none
-MODE_ORDER = (1, 2, 0)
-
-
-def brute_p1(inst: Instance) -> tuple[int, float, tuple[int, ...]]:
-    """Every z and every assignment, judged by the evaluator; the first best one."""
-    best: tuple[int, float, tuple[int, ...]] = (0, inst.server.z_grid[0], (0,) * inst.num_users)
-    for z in inst.server.z_grid:
-        for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
-            ev = evaluate(inst, Schedule(z, np.array(modes, dtype=np.int8)))
-            if ev.feasible and ev.served > best[0]:
-                best = (ev.served, z, modes)
-    return best
-
-
-def brute_p2(inst: Instance) -> tuple[int, float, float, tuple[int, ...]]:
-    """P2 (22): P1 plus ``q_ad <= Q1`` and ``q_sd <= Q2``, with the evaluator's tolerance."""
-    grid = inst.server
-    best = (0, grid.z_grid[0], grid.lambda_grid[0], (0,) * inst.num_users)
-    slack = 1e-9 * grid.memory_bytes
-    for z in grid.z_grid:
-        for lam in grid.lambda_grid:
-            q1, q2 = memory_split(inst, z, lam)
-            for modes in itertools.product(MODE_ORDER, repeat=inst.num_users):
-                ev = evaluate(inst, Schedule(z, np.array(modes, dtype=np.int8)))
-                fits = ev.ad.kv_bytes <= q1 + slack and ev.sd.kv_bytes <= q2 + slack
-                if ev.feasible and fits and ev.served > best[0]:
-                    best = (ev.served, z, lam, modes)
-    return best
 
 
 @SETTINGS

@@ -27,8 +27,8 @@ from balance_opt.solvers.milp.journal import ENV, Journal, journaled, model_key,
 from balance_opt.solvers.milp.linear import Formulation, Row
 from balance_opt.solvers.milp.options import SPLITS_BY
 from balance_opt.solvers.milp.z_sweep import _Incumbent, _refute_by_parts
+from tests.oracles import brute_p1
 from tests.strategies import small_instances
-from tests.test_exhaustive import brute_p1
 from tests.test_refute import optimum_at, refutation_at
 from tests.test_refute_bisect import stalling_scip
 

@@ -9,7 +9,6 @@ the CP-SAT translation, and whole solves against a plain 3^K enumeration with
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ from balance_opt.solvers.milp.options import SELECTORS, SweepOptions
 from balance_opt.solvers.milp.warm_start import solution_values
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _memory_binds, _ZState
 from balance_opt.status import Termination
+from tests.oracles import p1_optimum as brute_force
 from tests.strategies import instances_and_schedules, random_schedules, small_instances
 
 pytest.importorskip("pyomo")
@@ -79,18 +79,6 @@ def violated_rows(f: Formulation, vals: NDArray[np.float64], tol: float = 1e-9) 
         if lhs > row.rhs + tol * max(1.0, abs(row.rhs)):
             bad.append(row.name)
     return bad
-
-
-def brute_force(inst: Instance) -> int:
-    """P1's optimum by plain enumeration: every z, every one of the 3^K assignments."""
-    best = 0
-    for z in inst.server.z_grid:
-        for modes in itertools.product((0, 1, 2), repeat=inst.num_users):
-            if sum(1 for m in modes if m) > best:
-                sched = Schedule(z, np.array(modes, dtype=np.int8))
-                if evaluate(inst, sched).feasible:
-                    best = sum(1 for m in modes if m)
-    return best
 
 
 def margin(inst: Instance, sched: Schedule) -> float:

@@ -90,7 +90,9 @@ def test_a_crashing_policy_is_an_error_row_and_the_others_run(tmp_path: Path) ->
     assert by["fcfs-sd-w1"]["status"] == "feasible"
 
 
-def test_unknown_policy_and_bad_numbers_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_policy_and_bad_numbers_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = ["online", "--out", str(tmp_path / "r")]
     assert main([*out, "--policies", "nope"]) == 2
     assert "unknown" in capsys.readouterr().err

@@ -28,8 +28,8 @@ from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.solvers.milp.options import SPLITS_BY, SweepOptions
 from balance_opt.solvers.milp.split import ad_count_parts, check_cover, limit_parts, part_of, split_specs
 from balance_opt.solvers.milp.z_sweep import _combinatorial_bound, _Incumbent, _refute_by_parts, _ZState
+from tests.oracles import MODE_ORDER, brute_p1
 from tests.strategies import small_instances
-from tests.test_exhaustive import MODE_ORDER, brute_p1
 
 pytest.importorskip("pyscipopt")
 

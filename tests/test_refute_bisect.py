@@ -29,8 +29,8 @@ from balance_opt.solvers.milp.z_sweep import (
     search,
 )
 from balance_opt.status import Termination
+from tests.oracles import brute_p1
 from tests.strategies import small_instances
-from tests.test_exhaustive import brute_p1
 from tests.test_refute import optimum_at, parts_holding, refutation_at, schedule_values
 
 pytest.importorskip("pyscipopt")

@@ -128,7 +128,11 @@ def run_point(point: Point) -> dict[str, Any]:
 
     start = time.perf_counter()
     workload = point.workload.build()
-    kwargs = {} if point.policy.time_limit_s is None else {"time_limit_s": point.policy.time_limit_s}
+    from balance_opt.solvers import solver_names
+
+    # a time limit is a solver's option: the serving baselines take none
+    limit = point.policy.time_limit_s
+    kwargs = {} if limit is None or point.policy.policy not in solver_names() else {"time_limit_s": limit}
     policy = make_policy(point.policy.policy, **kwargs)
     run = simulate(workload, policy, epochs=point.policy.epochs, window_s=point.policy.window_s)
     row = summary(run)
