@@ -2,9 +2,9 @@
 
 Each check runs in a child process under several ``NPY_DISABLE_CPU_FEATURES`` settings (as if
 on a CPU without AVX-512, or without AVX2 and FMA3 too) and compares a digest of what it
-computes: every library instance file, the CI set's files, robust SD iteration levels and a
-simulation with random output lengths. On a CPU that lacks a disabled feature the setting
-changes nothing and the check still holds.
+computes: every library instance file, the CI set's files, robust SD iteration levels, a
+simulation with random output lengths and workloads of the online arrival processes. On a CPU
+that lacks a disabled feature the setting changes nothing and the check still holds.
 """
 
 from __future__ import annotations
@@ -72,6 +72,15 @@ out["latencies"] = [evaluate(inst, schedule).t_ad, evaluate(inst, schedule).t_sd
 trials = simulate(inst, schedule, 200, 3, output_cv=0.4)
 out["goodput"] = trials.goodput.tolist()
 out["completion"] = hashlib.sha256(trials.completion_s.tobytes()).hexdigest()
+from balance_opt.online.arrivals import gamma_workload, poisson_workload
+for seed in (0, 1, 2):
+    for w in (
+        poisson_workload("fig4", 2.0, users=30, seed=seed, output_cv=0.5),
+        gamma_workload("fig5", 1.0, 2.5, duration_s=30.0, seed=seed, output_cv=0.3),
+        gamma_workload("fig4", 3.0, 0.5, users=30, seed=seed),
+    ):
+        parts = (w.arrival_s, w.instance.output_tokens, w.predicted_output_tokens, w.instance.deadline_s)
+        out[f"online/{w.instance.name}"] = hashlib.sha256(b"".join(a.tobytes() for a in parts)).hexdigest()
 print(json.dumps({"files": files, "values": out}))
 """
 
