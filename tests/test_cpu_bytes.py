@@ -81,6 +81,14 @@ for seed in (0, 1, 2):
     ):
         parts = (w.arrival_s, w.instance.output_tokens, w.predicted_output_tokens, w.instance.deadline_s)
         out[f"online/{w.instance.name}"] = hashlib.sha256(b"".join(a.tobytes() for a in parts)).hexdigest()
+# online runs: who is served when, under a solver policy and a baseline, and their summaries
+from balance_opt.online import simulate as run_online, summary as online_summary
+w = poisson_workload("fig4", 3.0, duration_s=40.0, seed=4, output_cv=0.4)
+for policy in ("balance", "fcfs-cheaper"):
+    run = run_online(w, policy, epochs="window", window_s=1.0)
+    parts = (run.outcome, run.mode, run.start_s, run.completion_s)
+    out[f"online-run/{policy}"] = hashlib.sha256(b"".join(a.tobytes() for a in parts)).hexdigest()
+    out[f"online-summary/{policy}"] = online_summary(run)
 print(json.dumps({"files": files, "values": out}))
 """
 
