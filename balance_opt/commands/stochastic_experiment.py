@@ -19,7 +19,12 @@ def register(sub: Any) -> None:
         "SD iteration levels, solve with balance and a reference solver (resuming OUT/runs), simulate every "
         "schedule under random draft acceptance and write OUT/README.md with tables and a figure.",
     )
-    p.add_argument("--out", default="reports/stochastic", metavar="DIR")
+    p.add_argument(
+        "--out",
+        default="runs/stochastic",
+        metavar="DIR",
+        help="output folder (default runs/stochastic; the committed report is reports/stochastic)",
+    )
     p.add_argument("--seeds", type=count, default=2, metavar="N", help="seeds 1..N per K (default 2)")
     p.add_argument("--reference", default="exact", metavar="SOLVER", help="reference solver (default exact)")
     p.add_argument(

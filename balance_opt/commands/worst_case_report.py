@@ -18,7 +18,11 @@ def register(sub: Any) -> None:
         "instances; write README.md, CSV tables and figures to --out (docs/worst-case.md).",
     )
     p.add_argument(
-        "--out", type=Path, default=Path("reports/worst-case"), metavar="DIR", help="report folder"
+        "--out",
+        type=Path,
+        default=Path("runs/worst-case"),
+        metavar="DIR",
+        help="report folder (default runs/worst-case; the committed report is reports/worst-case)",
     )
     p.add_argument("--library", type=Path, default=Path("instances/paper"), metavar="DIR", help="the library")
     p.add_argument(
