@@ -53,6 +53,31 @@ def one_line_errors(parser: argparse.ArgumentParser) -> None:
     parser.error = error  # type: ignore[method-assign]
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless it already names one (or has none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        # identity, not equality: a default of 1 or 0 is a number to show, not a flag's True/False
+        silent = (
+            any(action.default is v for v in (None, False, True, argparse.SUPPRESS)) or action.default == []
+        )
+        if silent or not action.option_strings or "default" in text.lower():
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
+class _RawShowDefaults(_ShowDefaults, argparse.RawDescriptionHelpFormatter):
+    """The same for a command whose description is laid out by hand."""
+
+
+def show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Show every default in ``--help`` (keeping a hand-made description's layout)."""
+    cls = parser.formatter_class
+    raw = isinstance(cls, type) and issubclass(cls, argparse.RawDescriptionHelpFormatter)
+    parser.formatter_class = _RawShowDefaults if raw else _ShowDefaults
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="balance-opt",
@@ -65,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for p in (parser, *sub.choices.values()):
         one_line_errors(p)
+        show_defaults(p)
     return parser
 
 

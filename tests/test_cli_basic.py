@@ -299,3 +299,16 @@ def test_every_written_file_follows_the_umask(tmp_path: Path, capsys: pytest.Cap
     assert {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {
         str(p.relative_to(tmp_path)): oct(0o640) for p in files
     }
+
+
+def test_every_default_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """An option with a default says it (a command never hides where it writes)."""
+    for argv, shown in (
+        (["experiment", "--help"], "runs/paper-reproduction"),
+        (["experiment", "--help"], "(default: 3)"),
+        (["online", "--help"], "(default: window)"),
+        (["generate", "--help"], "(default: "),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert shown in " ".join(capsys.readouterr().out.split()), (argv, shown)
