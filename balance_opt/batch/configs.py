@@ -1,4 +1,5 @@
-"""Named solver configurations for batch runs: one small TOML file each (``solvers/*.toml``).
+"""Named solver configurations for batch runs: one small TOML file each (``solvers/*.toml`` of the
+repository, shipped with the package: :func:`balance_opt.data.config_dir`).
 
 A configuration file reads::
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 # Keys of [options] that are arguments of Solver.solve, not of the solver's constructor.
 SOLVE_KEYS = ("seed", "time_limit_s")
 TOP_LEVEL_KEYS = ("solver", "description", "options")
-CONFIG_DIR = "solvers"  # named configurations, relative to the working directory
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,29 @@ def load_config(path: str | Path) -> SolverConfig:
     )
 
 
+def config_names() -> list[str]:
+    """The names of the packaged configurations, sorted."""
+    from balance_opt.data import config_dir
+
+    return sorted(p.stem for p in config_dir().glob("*.toml"))
+
+
 def config_path(spec: str) -> Path:
-    """A configuration file by path, or by name from ``solvers/`` (``milp-highs-60s``)."""
+    """A configuration file by path, or by name from the packaged ones (``milp-highs-60s``).
+
+    A path that exists, ends in ``.toml`` or has a folder part is a file; any other word is a
+    name, looked up in :func:`balance_opt.data.config_dir` whatever the working directory.
+    """
+    from balance_opt.data import config_dir
+
     path = Path(spec)
-    shipped = Path(CONFIG_DIR) / f"{spec}.toml"
-    if not path.exists() and path.suffix != ".toml" and shipped.exists():
+    if path.exists() or path.suffix == ".toml" or len(path.parts) > 1:
+        return path
+    shipped = config_dir() / f"{spec}.toml"
+    if shipped.is_file():
         return shipped
-    return path
+    names = ", ".join(config_names())
+    raise InputError(spec, "", f"no such configuration file or name (named, in {config_dir()}: {names})")
 
 
 def resolve_configs(

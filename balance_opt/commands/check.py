@@ -26,6 +26,8 @@ COLUMNS = ("solution", "set", "instance", "solver", "feasible", "served", "best_
 
 
 def register(sub: Any) -> None:
+    from balance_opt.data import library_dir, shown
+
     p = sub.add_parser(
         "check",
         help="score solutions from any solver against the benchmark library",
@@ -38,8 +40,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="SOLUTION_OR_DIR")
     p.add_argument(
-        "--library", type=Path, default=Path("instances/paper"), metavar="DIR",
-        help="the library, or one set of it (default instances/paper)",
+        "--library", type=Path, metavar="DIR",
+        help=f"the library, or one set of it (default: the installed library, {shown(library_dir)}; "
+        "balance-opt library where prints it)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/check.md and DIR/check.csv")
@@ -122,9 +125,10 @@ def print_text(table: Sequence[dict[str, Any]], totals: dict[str, int]) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from balance_opt.data import library_dir
     from balance_opt.library.check import Library, check_paths
 
-    library = Library([args.library])
+    library = Library([args.library if args.library is not None else library_dir()])
     scores, errors = check_paths(library, args.paths)
     for exc in errors:
         print(f"balance-opt check: error: {exc}", file=sys.stderr)

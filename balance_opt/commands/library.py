@@ -7,7 +7,9 @@
   ledgers and stored schedules alone (after a change of the table's rules; no solve);
 - ``library verify ROOT_OR_SET`` re-checks every stored reference schedule with the
   evaluator and that the table agrees with it (no solver runs; what CI does);
-- ``library journal DIR`` counts what a journal of MILP proofs holds, each entry checked.
+- ``library journal DIR`` counts what a journal of MILP proofs holds, each entry checked;
+- ``library where [WHAT]`` prints the folder of the installed library (or of the CI set, or
+  of the named solver configurations) that the commands use by default.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt.commands._args import jobs, seconds
+
+WHERE = ("library", "ci", "configs")
 
 
 def register(sub: Any) -> None:
@@ -41,7 +45,9 @@ def register(sub: Any) -> None:
     )
     r.add_argument("folder", type=Path, metavar="SET", help="a set folder, e.g. instances/paper/fig6")
     r.add_argument("--solver", action="append", metavar="NAME", help="a registered solver (repeatable)")
-    r.add_argument("--config", action="append", metavar="FILE", help="a solver configuration file")
+    r.add_argument(
+        "--config", action="append", metavar="FILE", help="a solver configuration file, or a shipped NAME"
+    )
     r.add_argument("--time-limit", type=seconds, metavar="S", help="per-solve limit of the exact solvers")
     r.add_argument("--max-k", type=int, metavar="K", help="run the given solvers only where K <= this")
     r.add_argument(
@@ -79,6 +85,18 @@ def register(sub: Any) -> None:
     )
     j.add_argument("folder", type=Path, metavar="DIR", help="a journal folder, e.g. journal/fig4a")
     j.set_defaults(func=handle_journal)
+    w = lib.add_parser(
+        "where",
+        help="print the folder of the installed library (or CI set, or named configurations)",
+        description="Print one folder, the default of the commands that read it: the benchmark library "
+        "(check --library, worst-case-report --library), the CI set (regress) or the named solver "
+        "configurations (solve --config NAME). Installed from a wheel, they live inside the package; "
+        "in a checkout, they are its instances/paper, instances/ci and solvers.",
+    )
+    w.add_argument(
+        "what", nargs="?", choices=WHERE, default="library", help="which folder (default: library)"
+    )
+    w.set_defaults(func=handle_where)
 
 
 def handle_generate(args: argparse.Namespace) -> int:
@@ -198,4 +216,12 @@ def handle_journal(args: argparse.Namespace) -> int:
 
     for line in format_rows(journal_rows(args.folder)):
         print(line)
+    return 0
+
+
+def handle_where(args: argparse.Namespace) -> int:
+    from balance_opt import data
+
+    folder = {"library": data.library_dir, "ci": data.ci_dir, "configs": data.config_dir}[args.what]()
+    print(folder)
     return 0

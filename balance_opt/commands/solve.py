@@ -16,6 +16,8 @@ FAILED_SOLVES = 4
 
 
 def register(sub: Any) -> None:
+    from balance_opt.data import config_dir, shown
+
     p = sub.add_parser(
         "solve",
         help="solve instance files with one or more solvers",
@@ -35,7 +37,10 @@ def register(sub: Any) -> None:
         "--solver", action="append", metavar="NAME", help="a registered solver with default options"
     )
     what.add_argument(
-        "--config", action="append", metavar="FILE", help="a solver configuration: solvers/NAME.toml or NAME"
+        "--config",
+        action="append",
+        metavar="FILE",
+        help=f"a solver configuration: a TOML file, or the NAME of one shipped in {shown(config_dir)}",
     )
     limits = p.add_argument_group("limits and execution")
     limits.add_argument(

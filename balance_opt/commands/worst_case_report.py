@@ -10,6 +10,8 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    from balance_opt.data import library_dir, shown
+
     p = sub.add_parser(
         "worst-case-report",
         help="write the worst-case report (the tight family, the adversary's finds, the library)",
@@ -24,7 +26,12 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="report folder (default runs/worst-case; the committed report is reports/worst-case)",
     )
-    p.add_argument("--library", type=Path, default=Path("instances/paper"), metavar="DIR", help="the library")
+    p.add_argument(
+        "--library",
+        type=Path,
+        metavar="DIR",
+        help=f"the library (default: the installed library, {shown(library_dir)})",
+    )
     p.add_argument(
         "--m", type=str, metavar="M,...", help="family sizes to solve (default 1..10, 15, 20, ..., 95)"
     )
@@ -32,6 +39,7 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from balance_opt.data import library_dir
     from balance_opt.errors import UsageError
     from balance_opt.families import TightParams, largest_m
     from balance_opt.report.worst_case import FAMILY_M, build_worst_case_report
@@ -43,10 +51,13 @@ def handle(args: argparse.Namespace) -> int:
     top = largest_m(TightParams())
     if not all(1 <= m <= top for m in ms):
         raise UsageError(f"--m values must be within 1..{top} (the family's largest m)")
-    if not (args.library / "adversarial").is_dir():
-        raise UsageError(f"{args.library}: no adversarial set (balance-opt library generate)")
-    words = ["balance-opt", "worst-case-report", "--out", str(args.out), "--library", str(args.library)]
+    library = args.library if args.library is not None else library_dir()
+    if not (library / "adversarial").is_dir():
+        raise UsageError(f"{library}: no adversarial set (balance-opt library generate)")
+    # The report records the command as typed: an install's site-packages path is no part of it.
+    words = ["balance-opt", "worst-case-report", "--out", str(args.out)]
+    words += [] if args.library is None else ["--library", str(args.library)]
     words += [] if args.m is None else ["--m", args.m]
-    readme = build_worst_case_report(args.out, args.library, " ".join(shlex.quote(w) for w in words), ms)
+    readme = build_worst_case_report(args.out, library, " ".join(shlex.quote(w) for w in words), ms)
     print(f"report written to {readme}", file=sys.stderr)
     return 0

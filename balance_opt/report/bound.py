@@ -8,13 +8,22 @@ each instance and checks the numbers, so the table cannot drift from the files.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 # The configurations Theorem 1 speaks of (the baselines and ablations have no guarantee).
 GUARANTEED = ("balance", "balance-literal")
-# Where the instances of WORST_KNOWN live, relative to the repository root.
+# Where the instances of WORST_KNOWN live, as reports name it: the repository's path, so that a
+# report's bytes do not depend on where the package is installed (the files: adversarial_set()).
 ADVERSARIAL_SET = "instances/paper/adversarial"
+
+
+def adversarial_set() -> Path:
+    """The folder of WORST_KNOWN's instances: the installed library's ``adversarial`` set."""
+    from balance_opt.data import library_dir
+
+    return library_dir() / "adversarial"
 
 
 @dataclass(frozen=True)
