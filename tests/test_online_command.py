@@ -102,3 +102,26 @@ def test_unknown_policy_and_bad_numbers_are_usage_errors(
     with pytest.raises(SystemExit) as exc:
         main([*out, "--seeds", "x"])
     assert exc.value.code == 2
+
+
+def _rows_without_times(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    return sorted(
+        ({k: v for k, v in r.items() if k not in ("runtime_s", "host")} for r in rows),
+        key=lambda r: str(r["config"]),
+    )
+
+
+def test_parallel_and_dask_runs_give_the_serial_rows(tmp_path: Path) -> None:
+    w = WorkloadSpec(rate_per_s=2.0, duration_s=10.0, seed=3)
+    pts = [Point(w, PolicySpec(p)) for p in ("balance", "fcfs-cheaper", "edf-sd")]
+    serial = run_experiment(tmp_path / "serial", pts, bounds=False, progress=False)
+    pooled = run_experiment(tmp_path / "pool", pts, jobs=2, bounds=False, progress=False)
+    assert _rows_without_times(pooled) == _rows_without_times(serial)
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as c:
+        on_dask = run_experiment(
+            tmp_path / "dask", pts, scheduler=c.scheduler_address, bounds=False, progress=False
+        )
+    assert _rows_without_times(on_dask) == _rows_without_times(serial)
