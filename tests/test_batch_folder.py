@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import subprocess
 import sys
@@ -153,3 +154,28 @@ class NanStats(EmptySolver):
 
         out = super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
         return type(out)(out.schedule, out.termination, stats={"gap": float("nan"), "n": np.int64(3)})
+
+
+def test_table_writes_wait_ten_times_their_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table that takes 0.5 s to write is rewritten at most every 5 s, not every second."""
+    from balance_opt.batch import table
+
+    clock = [0.0]
+    writes: list[float] = []
+
+    def slow_write(run_dir: Path, rows: object) -> None:
+        writes.append(clock[0])
+        clock[0] += 0.5
+
+    monkeypatch.setattr(table.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(table, "write_table", slow_write)
+    writer = table.TableWriter(tmp_path, interval_s=1.0)
+    for i in range(200):  # an answer every 0.1 s for 20 s
+        clock[0] += 0.1
+        writer.rows[str(i)] = {}
+        writer._dirty = True
+        writer.flush(force=False)
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
+    assert writes
+    assert min(gaps) >= 5.0
+    assert len(writes) <= 6

@@ -156,6 +156,7 @@ class TableWriter:
         self.interval_s = interval_s
         self.rows = rows_from_solutions(run_dir)
         self._last = 0.0
+        self._cost = 0.0  # seconds the last write took
         self._dirty = True
 
     def update(self, file_name: str, sol: Solution) -> None:
@@ -165,9 +166,13 @@ class TableWriter:
 
     def flush(self, force: bool = True) -> None:
         now = time.monotonic()
-        if self._dirty and (force or now - self._last >= self.interval_s):
+        # wait at least ten times the last write's duration: rewriting a large table after
+        # every answer would make a batch quadratic; this keeps the writes under ~10% of it
+        wait = max(self.interval_s, 10.0 * self._cost)
+        if self._dirty and (force or now - self._last >= wait):
             write_table(self.run_dir, [self.rows[k] for k in sorted(self.rows)])
-            self._last, self._dirty = now, False
+            done = time.monotonic()
+            self._last, self._dirty, self._cost = done, False, done - now
 
 
 def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
