@@ -128,6 +128,14 @@ def test_a_user_who_cannot_make_it_alone_is_not_counted() -> None:
     assert np.isinf(hb.compute_s[1])
 
 
+def test_no_memory_beside_the_weights_serves_nobody() -> None:
+    inst = generate("fig4", users=3, seed=1)
+    full = inst.replace(server=dataclasses.replace(inst.server, memory_bytes=inst.llm_weight_bytes))
+    hb = hindsight_bound(Workload(full, np.zeros(3), full.output_tokens))
+    assert hb.bound == hb.alone_feasible == 0
+    assert hb.proved
+
+
 def test_a_grid_without_compute_for_a_mode_rules_it_out() -> None:
     inst = generate("fig4", users=4, seed=5)
     ad_only = inst.replace(server=dataclasses.replace(inst.server, z_grid=(1.0,)))

@@ -75,7 +75,7 @@ class HindsightBound:
     bound: int
     alone_feasible: int
     method: str  # "milp", "blocks" or "alone": which argument gave the bound
-    proved: bool  # the MILP was solved to optimality: the bound is the packing optimum
+    proved: bool  # the bound is the packing optimum: the MILP solved to optimality, or nobody fits
     blocks_bound: int
     milp_bound: int | None  # None: more alone-feasible users than exact_up_to
     feasible: BoolArray
@@ -159,7 +159,7 @@ def alone_runs(workload: Workload) -> AloneRuns:
 
 @dataclass(frozen=True)
 class _Users:
-    """The packing problem: loosened windows and least costs of the alone-feasible users."""
+    """The packing problem, per user: loosened window, alone feasibility, least costs (inf: none)."""
 
     feasible: BoolArray
     release_s: FloatArray
@@ -195,7 +195,8 @@ def packing_data(workload: Workload) -> _Users:
     def least(values: FloatArray) -> FloatArray:
         return np.asarray(np.where(ok, values, np.inf).min(axis=1), dtype=np.float64)
 
-    memory = runs.kv_bytes * runs.duration_s / kv_cap
+    # byte-seconds over the KV capacity (no capacity: nobody fits, ``ok`` is all false)
+    memory = runs.kv_bytes * runs.duration_s / kv_cap if kv_cap > 0.0 else np.full_like(runs.kv_bytes, np.inf)
     return _Users(feasible, release, due, least(runs.compute_s), least(runs.duration_s), least(memory))
 
 
@@ -343,8 +344,8 @@ def hindsight_bound(
     n = int(u.feasible.sum())
     blocks = blocks_bound(u)
     milp: int | None = None
-    proved = False
-    if n <= exact_up_to:
+    proved = n == 0
+    if 0 < n <= exact_up_to:
         milp, proved = milp_bound(feasible, time_limit_s)
     bound = min(n, blocks, n if milp is None else milp)
     # the argument that gave the number (the MILP when it ties)
