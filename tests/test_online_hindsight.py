@@ -27,7 +27,7 @@ from balance_opt.online.execution import ad_run, sd_expected_run, sd_random_run
 from balance_opt.online.hindsight import alone_runs
 from balance_opt.online.policies import make_policy, policy_names
 from balance_opt.online.policy import View
-from balance_opt.online.server import Epochs, PolicyError
+from balance_opt.online.server import Epochs
 from balance_opt.online.workload import Acceptance
 from balance_opt.solvers import solver_class, solver_names
 from balance_opt.status import Status
@@ -243,20 +243,13 @@ def policy(name: str) -> Any:
 
 @pytest.mark.parametrize("name", policy_names())
 def test_no_registered_policy_beats_the_bound(name: str) -> None:
-    refused: list[str] = []
     for seed in range(4):
         w = sim_workload(seed)
         hb = hindsight_bound(w)
         epochs: Epochs
         for epochs in ("event", "window"):
-            try:
-                run = simulate(w, policy(name), epochs=epochs, window_s=0.2)
-            except PolicyError as exc:  # the policy's own bug: nothing to compare
-                refused.append(str(exc))
-                continue
+            run = simulate(w, policy(name), epochs=epochs, window_s=0.2)  # a PolicyError fails
             assert run.served <= hb.bound, (seed, epochs, run.served, hb)
-    if len(refused) == 8:
-        pytest.skip(f"every schedule refused: {refused[0]}")
 
 
 class Scripted:

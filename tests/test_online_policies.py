@@ -336,3 +336,14 @@ def test_plug_in_policies_come_from_entry_points(monkeypatch: pytest.MonkeyPatch
     assert isinstance(make_policy("fcfs-ad"), GreedyAdmission)
     with pytest.raises(ImportError, match=r"'broken' \(entry point of 'balance_opt.policies'\)"):
         make_policy("broken")
+
+
+def test_a_fixed_split_off_the_free_lanes_grid_starts_nothing() -> None:
+    """ecra fixes z = 1/2: with one lane busy (grid (0,)) it has no schedule, and waits."""
+    from balance_opt.generator import generate as make
+
+    inst = make("fig4", users=5, seed=2)
+    one_lane = inst.replace(server=dataclasses.replace(inst.server, z_grid=(0.0,)))
+    view = View(0.0, one_lane, np.arange(5), np.zeros(5), "sd")
+    assert SolverPolicy("ecra").decide(view).served == 0
+    assert SolverPolicy("balance").decide(view).served > 0
