@@ -125,3 +125,28 @@ def test_parallel_and_dask_runs_give_the_serial_rows(tmp_path: Path) -> None:
             tmp_path / "dask", pts, scheduler=c.scheduler_address, bounds=False, progress=False
         )
     assert _rows_without_times(on_dask) == _rows_without_times(serial)
+
+
+def test_a_killed_run_resumes_to_every_row(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    argv = ["online", "--out", str(out), "--rates", "1,2,3", "--duration", "30", "--seeds", "1-2"]
+    argv += ["--policies", "balance,fcfs-sd", "--no-bound", "--no-report", "--no-progress"]
+    code = f"import sys; from balance_opt.cli import main; sys.exit(main({argv!r}))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    end = time.monotonic() + 120
+    while len(list((out / "points").glob("*.json"))) < 2 and time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = len(list((out / "points").glob("*.json")))
+    assert all(json.loads(p.read_text())["row"] for p in (out / "points").glob("*.json"))  # each file whole
+    assert main(argv) == 0
+    assert len(list((out / "points").glob("*.json"))) == 12 >= before
+    assert len(pd.read_csv(out / "results.csv")) == 12
