@@ -75,20 +75,24 @@ def test_a_replayed_refutation_ends_as_the_solves_it_replays(
     assert journal.replayed == journal.recorded == len(runs[0][0])
 
 
+@pytest.mark.parametrize("how", ["environment", "option"])
 @TINY
 @given(small_instances(max_users=4))
 def test_the_journal_keeps_proofs_across_solves_of_the_milp_solvers(
-    tmp_path_factory: pytest.TempPathFactory, inst: Instance
+    tmp_path_factory: pytest.TempPathFactory, how: str, inst: Instance
 ) -> None:
-    """Through ``BALANCE_OPT_JOURNAL``: a refutation of the optimum, solved, then replayed,
-    agrees with the same refutation without a journal; one below the optimum still brings
-    back a schedule serving the optimum (schedules are never journaled)."""
+    """Through ``BALANCE_OPT_JOURNAL`` or the ``journal`` option: a refutation of the optimum,
+    solved, then replayed, agrees with the same refutation without a journal; one below the
+    optimum still brings back a schedule serving the optimum (schedules are never journaled)."""
     opt = brute_p1(inst)[0]
     folder = tmp_path_factory.mktemp("journal")
     options = {"cutoff": opt, "z_time_limit": 60, "split": 2, "split_by": "limits", "warm_start": False}
     with pytest.MonkeyPatch.context() as mp:
         plain = get_solver("milp-scip", **options).solve(inst)
-        mp.setenv(ENV, str(folder))
+        if how == "environment":
+            mp.setenv(ENV, str(folder))
+        else:
+            options["journal"] = str(folder)
         first = get_solver("milp-scip", **options).solve(inst)
         second = get_solver("milp-scip", **options).solve(inst)
         below = get_solver("milp-scip", **{**options, "cutoff": max(0, opt - 1)}).solve(inst) if opt else None
@@ -194,3 +198,4 @@ def test_library_refs_keeps_its_journal_and_says_so(tmp_path: Path) -> None:
     assert f"--journal {journal}" in (folder / "README.md").read_text()
     (tmp_path / "file").write_text("")
     assert main([*args[:-1], str(tmp_path / "file")]) == 2
+

@@ -138,7 +138,8 @@ def handle_refs(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        with journal_in_environment(args.journal):  # the worker processes inherit it
+        configs = [with_journal(c, args.journal) for c in configs]
+        with journal_in_environment(args.journal):  # MILP solves that heuristics start inherit it
             out = build_references(
                 args.folder,
                 configs,
@@ -209,6 +210,17 @@ def handle_verify(args: argparse.Namespace) -> int:
         return 1
     print(f"ok: {checked} reference row(s) agree with their instances and stored schedules")
     return 0
+
+
+def with_journal(config: Any, folder: Path | None) -> Any:
+    """``config`` with the journal option set, for a solver that keeps one (the MILPs)."""
+    from dataclasses import replace
+
+    from balance_opt.solvers import solver_class
+
+    if folder is None or "journal" not in solver_class(config.solver).option_specs:
+        return config
+    return replace(config, options={**config.options, "journal": str(folder.resolve())})
 
 
 def handle_journal(args: argparse.Namespace) -> int:

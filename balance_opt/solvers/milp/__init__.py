@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from balance_opt.evaluate import Schedule
@@ -63,6 +64,13 @@ def sweep_options(
             0, minimum=0, maximum=MAX_SPLIT_DEPTH, description="times a part left open is bisected again"
         ),
         "whole_time_limit": seconds_option("with split: seconds per whole-z solve (null: z_time_limit)"),
+        # an explicit option, so the journal is part of the configuration (and its hash)
+        "journal": Option(
+            None,
+            kind=str,
+            description="folder of a journal of MILP answers kept by model, so a stopped refutation "
+            "resumes (docs/milp.md); null: none, unless BALANCE_OPT_JOURNAL names one",
+        ),
     }
 
 
@@ -94,11 +102,13 @@ class MilpSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        from balance_opt.solvers.milp.journal import from_environment, journaled
+        from balance_opt.solvers.milp.journal import Journal, from_environment, journaled
         from balance_opt.solvers.milp.z_sweep import search
 
         backend = self._backend(seed)
-        journal = from_environment()  # BALANCE_OPT_JOURNAL: proofs kept across runs
+        folder = self.options.get("journal")
+        # proofs kept across runs: the option, else the environment's BALANCE_OPT_JOURNAL
+        journal = Journal(Path(folder)) if folder else from_environment()
         if journal is not None:
             clock = self.options.get("clock")
             backend = journaled(backend, journal, self.name, None if clock is None else str(clock))
