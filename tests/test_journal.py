@@ -198,4 +198,3 @@ def test_library_refs_keeps_its_journal_and_says_so(tmp_path: Path) -> None:
     assert f"--journal {journal}" in (folder / "README.md").read_text()
     (tmp_path / "file").write_text("")
     assert main([*args[:-1], str(tmp_path / "file")]) == 2
-
