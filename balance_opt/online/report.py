@@ -175,8 +175,10 @@ def how_to_read(run_dir: Path) -> list[str]:
         methods = pd.Series([d["method"] for d in docs]).value_counts().sort_index()
         how = ", ".join(f"{m} {n}" for m, n in methods.items())
         proved = sum(bool(d["proved"]) for d in docs)
-        state = (f"Of this run's {len(docs)} bounds, {proved} are proved optima of that packing "
-                 f"(by method: {how}).")  # fmt: skip
+        state = (f"Of this run's {len(docs)} bounds, {proved} are proved optima of that packing; by "
+                 f"method: {how} (`alone`: the count of users who could each be served alone, where "
+                 "compute and memory never cut below it; `milp`: the exact packing; `blocks`: a "
+                 "partition bound on it, for many users).")  # fmt: skip
     else:
         state = "This run has no hindsight bounds (`--no-bound`): `share of bound` is empty."
     return [
