@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the words as given (not sys.argv): a report that quotes its command quotes this one
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         code = args.func(args)
     except (InputError, UsageError) as exc:

@@ -152,7 +152,7 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_report:
         from balance_opt.online.report import build_online_report
 
-        command = "balance-opt " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        command = "balance-opt " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
         build_online_report(args.out, command)
     if args.json:
         for row in table:
