@@ -34,9 +34,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stochastic.distribution",
     ),
     ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic"),
-    ("solvers", ""),
+    ("solvers", "", "data"),
     ("batch", "library", "adversary", "stochastic.experiment", "online"),
-    ("report", "stochastic.report", "calibration"),
+    ("report", "stochastic.report", "online.report", "online.report_figures", "calibration"),
     ("commands", "cli"),
 )
 
