@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "crmath",
         "status",
         "claims",
+        "instance_checks",
         "instance",
         "profiles",
         "model",
