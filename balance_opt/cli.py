@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from balance_opt import __version__
-from balance_opt.errors import InputError, UsageError
+from balance_opt.errors import InputError, UsageError, printable
 
 # Order is the order of ``balance-opt --help``.
 COMMAND_MODULES = (
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = args.func(args)
     except (InputError, UsageError) as exc:
-        print(f"balance-opt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"balance-opt {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"balance-opt {args.command}: interrupted", file=sys.stderr)
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("BALANCE_OPT_DEBUG"):
             raise
         print(
-            f"balance-opt {args.command}: internal error: {type(exc).__name__}: {exc} "
+            f"balance-opt {args.command}: internal error: {type(exc).__name__}: {printable(str(exc))} "
             "(set BALANCE_OPT_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from balance_opt.instance import Rule
 from balance_opt.instance import show_value as _show
 
 FORMAT_VERSION = 1  # of both formats: instance and solution files
+# The largest input file read (1 GiB): a K = 100,000 instance takes about 20 MB.
+MAX_INPUT_BYTES = 1 << 30
 
 
 # --- reading -------------------------------------------------------------------------
@@ -60,6 +63,16 @@ class Checker:
         value = self.get(parent, key, path)
         if not isinstance(value, str):
             raise self.fail(join_path(path, key), f"must be a string, got {_show(value)}")
+        return value
+
+    def name(self, parent: Mapping[str, Any], key: str, path: str) -> str:
+        """A string that names something (a user, a solver): printable, so that it cannot
+        move a terminal's cursor or split a CSV row when it is shown."""
+        value = self.string(parent, key, path)
+        if not value.isprintable():
+            bad = next(ch for ch in value if not ch.isprintable())
+            rule = f"must hold no control characters, got {bad!r} in {value!r}"
+            raise self.fail(join_path(path, key), rule[:200])
         return value
 
     def optional(self, doc: Mapping[str, Any], key: str, kind: type, path: str, what: str) -> Any:
@@ -115,6 +128,8 @@ def parse_json(text: str | bytes, source: str) -> Any:
         doc = json.loads(text, parse_constant=non_finite, object_pairs_hook=no_duplicates)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise InputError(source, "", f"is not valid JSON: {exc}") from None
+    except RecursionError:  # json's C decoder recurses once per nesting level
+        raise InputError(source, "", "nests arrays or objects too deeply to be one of our files") from None
     found = _find_non_finite(doc) if seen else None
     if found is not None:
         raise InputError(source, found[0], f"{found[1]} is not valid JSON (numbers must be finite)")
@@ -140,12 +155,27 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """A file's bytes, with a missing or unreadable file as an InputError."""
+def read_bytes(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them; anything else is an InputError.
+
+    A FIFO or a device (``/dev/zero``) named where a file is expected would block or never
+    end, so only regular files are opened, and a file above the limit is refused unread.
+    """
     try:
-        return Path(path).read_bytes()
+        # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(str(path), "", "is not a regular file (a folder, FIFO or device)")
+            if info.st_size > limit:
+                raise InputError(str(path), "", f"holds {info.st_size} bytes, above the limit of {limit}")
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > limit:  # it grew while being read
+        raise InputError(str(path), "", f"holds more than {limit} bytes, the limit")
+    return data
 
 
 def sha256_bytes(data: bytes) -> str:

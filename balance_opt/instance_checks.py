@@ -42,9 +42,18 @@ class Rule:
             return f"must be an integer {self.text}, got {show_value(value)}"
         if not number:
             return f"must be a number {self.text}, got {show_value(value)}"
-        if not self.integer and (not math.isfinite(value) or not self.ok(float(value))):
+        if not self.integer and not (_as_float(value) is not None and self.ok(float(value))):
             return f"must be a finite number {self.text}, got {show_value(value)}"
         return None
+
+
+def _as_float(value: Any) -> float | None:
+    """A finite float, or None: a JSON integer of 400 digits has no float (OverflowError)."""
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 POSITIVE = Rule("> 0", lambda x: x > 0)

@@ -85,7 +85,7 @@ def _users(c: Checker, users: Any) -> dict[str, Any]:
         p = f"users[{i}]"
         if not isinstance(u, dict):
             raise c.fail(p, f"must be a JSON object, got {_show(u)}")
-        uid = c.string(u, "id", p)
+        uid = c.name(u, "id", p)
         if uid in seen:
             raise c.fail(f"{p}.id", f"user ids must be unique, {uid!r} is also users[{seen[uid]}].id")
         seen[uid] = i
@@ -121,7 +121,7 @@ def instance_from_dict(doc: Any, source: str = "<instance>") -> Instance:
     """
     c = Checker(source)
     check_header(c, doc, INSTANCE_SCHEMA)
-    name = c.string(doc, "name", "")
+    name = c.name(doc, "name", "")
     generator = c.optional(doc, "generator", dict, "", "a JSON object")
     description = c.optional(doc, "description", str, "", "a string")
     s = c.obj(doc, "server", "")

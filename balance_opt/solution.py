@@ -74,7 +74,7 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
     if "instance" not in doc and "instance_sha256" not in doc:
         raise c.fail("instance", "is required when instance_sha256 is missing (one must name the instance)")
     if "instance" in doc:
-        c.string(doc, "instance", "")
+        c.name(doc, "instance", "")
     if "instance_sha256" in doc:
         sha = c.string(doc, "instance_sha256", "")
         if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
@@ -100,7 +100,7 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
 def _check_optional_claims(c: Checker, doc: Mapping[str, Any]) -> None:
     """The rules of the optional fields that are present (solver, status, served, bound, ...)."""
     if "solver" in doc:
-        c.string(doc, "solver", "")
+        c.name(doc, "solver", "")
     if "options" in doc:
         c.obj(doc, "options", "")
     for key, kind in (("status", Status), ("termination", Termination)):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from balance_opt.errors import InputError
+from balance_opt.files import read_bytes
 from balance_opt.solvers.base import InvalidOption, UnknownOption
 
 if TYPE_CHECKING:
@@ -128,9 +129,8 @@ def load_config(path: str | Path) -> SolverConfig:
     path = Path(path)
     source = str(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(source, "", f"cannot be read: {exc.strerror or exc}") from None
+        # utf-8-sig: a byte-order mark, as some editors write, is not part of the TOML text
+        doc = tomllib.loads(read_bytes(path, limit=1 << 20).decode("utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(source, "", f"is not valid TOML: {exc}") from None
     extra = sorted(set(doc) - set(TOP_LEVEL_KEYS))

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from balance_opt.errors import printable
+
 if TYPE_CHECKING:
     from balance_opt.library.check import Score
 
@@ -79,7 +81,7 @@ def _text(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.4f}"
-    return str(value)
+    return printable(str(value))  # a file name may hold control characters
 
 
 def markdown(table: Sequence[dict[str, Any]]) -> str:

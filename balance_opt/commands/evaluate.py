@@ -63,12 +63,16 @@ def parse_assign(inst: Instance, text: str) -> dict[str, str]:
     from balance_opt.model import MODE_CODES
 
     out = dict.fromkeys(inst.user_ids, "none")
+    given: set[str] = set()
     for item in filter(None, (t.strip() for t in text.split(","))):
         uid, sep, mode = item.partition("=")
         if not sep or mode not in MODE_CODES:
             raise UsageError(f"--assign: expected ID=ad|sd|none, got {item!r}")
         if uid not in out:
             raise UsageError(f"--assign: the instance has no user {uid!r}")
+        if uid in given:
+            raise UsageError(f"--assign: user {uid!r} is given twice")
+        given.add(uid)
         out[uid] = mode
     return out
 

@@ -184,6 +184,11 @@ def _apply_hardware_file(path: Path, overrides: dict[str, Any], keep_memory: boo
         overrides["memory_bytes"] = hw.memory_bytes
 
 
+def _plain_file_name(name: str) -> bool:
+    """A name that stays inside ``--out`` as ``NAME.json`` on every operating system."""
+    return bool(name) and name.isprintable() and not name.startswith(".") and not set(name) & set("/\\:")
+
+
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.errors import UsageError
     from balance_opt.io import write_instance
@@ -192,6 +197,11 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.name is not None and args.count > 1:
         raise UsageError("--name needs --count 1 (names of a batch encode their seeds)")
+    if args.name is not None and not _plain_file_name(args.name):
+        raise UsageError(
+            f"--name {args.name!r}: must be a plain file name (no folder separators, no leading '.', "
+            "no control characters): the file is written as --out/NAME.json"
+        )
     if args.preset in FAMILIES:
         return _write_family(args)
     try:

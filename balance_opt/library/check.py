@@ -19,12 +19,14 @@ from typing import Any
 from balance_opt.claims import Claims, Known, first_violation, mismatches
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.instance import Instance
 from balance_opt.io import (
     SOLUTION_SCHEMA,
     check_solution_dict,
+    instance_from_dict,
     parse_json,
     read_bytes,
-    read_instance,
+    sha256_bytes,
 )
 from balance_opt.library.reference import read_reference
 from balance_opt.library.verify import set_folders
@@ -103,11 +105,23 @@ class Score:
         return asdict(self)
 
 
+def _library_instance(entry: Entry) -> Instance:
+    """The entry's instance file, refused when its bytes are not those its reference was computed on."""
+    path = entry.folder / f"{entry.stem}.json"
+    data = read_bytes(path)
+    if sha256_bytes(data) != entry.row["sha256"]:
+        raise InputError(
+            str(path), "", "changed since its reference was recorded (sha256 differs from reference.csv): "
+            "its best known and bound no longer apply; see balance-opt library verify",
+        )  # fmt: skip
+    return instance_from_dict(parse_json(data, str(path)), str(path))
+
+
 def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
     """Match, evaluate and compare one solution document (InputError on bad input)."""
     doc = check_solution_dict(doc, source)
     entry = library.match(doc, source)
-    inst = read_instance(entry.folder / f"{entry.stem}.json")
+    inst = _library_instance(entry)
     check_solution_dict(doc, source, inst)
     ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
     best, bound = int(entry.row["best_known"]), int(entry.row["bound"])

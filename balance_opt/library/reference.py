@@ -18,11 +18,11 @@ import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from balance_opt.errors import InputError
-from balance_opt.io import atomic_write
+from balance_opt.io import atomic_write, read_bytes
 from balance_opt.solvers import solver_names
 from balance_opt.status import Status
 
@@ -60,12 +60,48 @@ class Best:
 def _read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
     if not path.exists():
         return []
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), "", f"is not UTF-8 text: {exc}") from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(str(path), "", f"table lacks columns {missing}")
-        return list(reader)
+        rows = list(reader)
+    except csv.Error as exc:
+        raise InputError(str(path), "", f"is not a CSV table: {exc}") from None
+    for i, row in enumerate(rows, start=2):  # line 1 is the header
+        if None in row or any(v is None for v in row.values()):
+            raise InputError(str(path), f"line {i}", "must have as many cells as the header")
+    return rows
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _check_reference_row(path: Path, line: int, row: Mapping[str, str]) -> None:
+    """A reference row read from elsewhere: names stay plain, numbers are counts, paths stay inside."""
+
+    def fail(column: str, rule: str) -> InputError:
+        return InputError(str(path), f"line {line}, column {column}", rule)
+
+    stem = row["instance"]
+    if not stem or stem != Path(stem).name or stem.startswith(".") or not stem.isprintable():
+        raise fail("instance", f"must be a plain file name without folders, got {stem!r}")
+    if len(row["sha256"]) != 64 or not set(row["sha256"]) <= _HEX:
+        raise fail("sha256", f"must be 64 lowercase hex digits, got {row['sha256'][:70]!r}")
+    for column in ("K", "best_known", "bound"):
+        if not (row[column].isascii() and row[column].isdigit() and len(row[column]) <= 9):
+            raise fail(column, f"must be a count (0 to 999999999), got {row[column][:20]!r}")
+    if row["status"] not in ("optimal", "open"):
+        raise fail("status", f"must be optimal or open, got {row['status'][:20]!r}")
+    if row.get("proofs") and not (row["proofs"].isascii() and row["proofs"].isdigit()):
+        raise fail("proofs", f"must be a count, got {row['proofs'][:20]!r}")
+    solution = row.get("solution") or ""
+    if solution and PurePosixPath(solution) != PurePosixPath(SOLUTIONS, f"{stem}.json"):
+        raise fail("solution", f"must be {SOLUTIONS}/{stem}.json or empty, got {solution[:80]!r}")
 
 
 def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
@@ -113,8 +149,20 @@ def ledger_row(doc: Mapping[str, Any], stem: str, config: Mapping[str, Any]) -> 
 
 
 def read_reference(folder: Path) -> dict[str, dict[str, str]]:
-    """``{instance: row}`` of a set's ``reference.csv`` (empty when there is none)."""
-    return {r["instance"]: r for r in _read_csv(folder / REFERENCE, REFERENCE_COLUMNS[:7])}
+    """``{instance: row}`` of a set's ``reference.csv`` (empty when there is none).
+
+    The table is data from elsewhere: every row is checked before use, so an instance
+    name or a ``solution`` path cannot point outside the set folder.
+    """
+    path = folder / REFERENCE
+    rows = _read_csv(path, REFERENCE_COLUMNS[:7])
+    out: dict[str, dict[str, str]] = {}
+    for line, row in enumerate(rows, start=2):
+        _check_reference_row(path, line, row)
+        if row["instance"] in out:
+            raise InputError(str(path), f"line {line}, column instance", f"repeats {row['instance']!r}")
+        out[row["instance"]] = row
+    return out
 
 
 def write_reference(folder: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
