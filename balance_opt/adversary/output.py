@@ -1,4 +1,6 @@
-"""What an adversary run leaves in its folder: ``worst.json`` (the instance) and ``summary.json``."""
+"""What an adversary run leaves in its folder: ``worst.json`` (the instance), ``summary.json``
+(what it found: the same bytes for the same settings and evaluation budget) and
+``timings.json`` (how long it took, which no rerun repeats)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from balance_opt.io import atomic_write, dumps, instance_bytes, sha256_bytes
 
 WORST = "worst.json"
 SUMMARY = "summary.json"
+TIMINGS = "timings.json"
 
 
 def instance_name(s: Settings) -> str:
@@ -48,7 +51,7 @@ def _schedule(inst: Instance, schedule: Schedule) -> dict[str, Any]:
 
 
 def summary(s: Settings, out: Outcome, inst: Instance | None) -> dict[str, Any]:
-    """The ``summary.json`` document (``seconds`` is the only field that a rerun may change)."""
+    """The ``summary.json`` document: no clock reading, so a reproducible run writes the same bytes."""
     best = out.best
     doc: dict[str, Any] = {
         "solver": s.solver,
@@ -58,7 +61,6 @@ def summary(s: Settings, out: Outcome, inst: Instance | None) -> dict[str, Any]:
         "ratio_fraction": None if best is None else f"{best.ratio.numerator}/{best.ratio.denominator}",
         "against": s.against,
         "evaluations": out.evaluations,
-        "seconds": round(out.seconds, 3),
         "seed": s.seed,
         "users": s.users,
         "grids": s.grids,
@@ -83,11 +85,23 @@ def summary(s: Settings, out: Outcome, inst: Instance | None) -> dict[str, Any]:
     return doc
 
 
+def timings(out: Outcome) -> dict[str, Any]:
+    """The ``timings.json`` document: the search's wall-clock seconds and evaluations."""
+    per_eval = out.seconds / out.evaluations if out.evaluations else None
+    return {
+        "seconds": round(out.seconds, 3),
+        "evaluations": out.evaluations,
+        "seconds_per_evaluation": None if per_eval is None else round(per_eval, 6),
+    }
+
+
 def write(s: Settings, out: Outcome, folder: Path) -> list[Path]:
-    """Write ``worst.json`` (when a candidate was found) and ``summary.json``, each atomically."""
+    """Write ``worst.json`` (when a candidate was found), ``summary.json`` and ``timings.json``,
+    each atomically."""
     paths = []
     inst = None if out.best is None else worst_instance(s, out.best)
     if inst is not None:
         paths.append(atomic_write(folder / WORST, instance_bytes(inst)))
     paths.append(atomic_write(folder / SUMMARY, dumps(summary(s, out, inst))))
+    paths.append(atomic_write(folder / TIMINGS, dumps(timings(out))))
     return paths

@@ -17,9 +17,9 @@ def register(sub: Any) -> None:
         description="Random search over the generator's knobs, then local moves on per-user values and "
         "on the set of users, for the instance where a registered heuristic serves the smallest share "
         "of the optimum (P1 by exhaustive search up to 12 users and by exact above; P2 by exhaustive-p2 "
-        "with --against p2). Writes DIR/worst.json and DIR/summary.json. The same seed and "
-        "--budget-evals give the same result; a --budget-s run stops wherever the clock does "
-        "(docs/worst-case.md).",
+        "with --against p2). Writes DIR/worst.json, DIR/summary.json and DIR/timings.json (the "
+        "seconds taken). The same seed and --budget-evals write the same worst.json and summary.json; "
+        "a --budget-s run stops wherever the clock does (docs/worst-case.md).",
     )
     p.add_argument("--solver", required=True, metavar="NAME", help="a registered heuristic, e.g. balance")
     p.add_argument("--users", "-K", type=int, required=True, help="users per instance (K)")
