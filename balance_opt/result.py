@@ -12,9 +12,12 @@ of a solve that brought no schedule back. A result's file form is a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from balance_opt.claims import Claims, mismatches
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
@@ -153,10 +156,30 @@ def make_result(
         bound=bound,
         runtime_s=runtime_s,
         evaluation=ev,
-        stats=dict(out.stats),
+        stats=json_safe_stats(out.stats),
         error="; ".join(problems) if problems else None,
         termination=out.termination,
     )
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as JSON holds it: numpy scalars and arrays as Python numbers and lists,
+    a non-finite float as its name (``"nan"``, ``"inf"``); anything else is left for the
+    writer to refuse, naming the solver."""
+    if isinstance(value, np.generic | np.ndarray):
+        value = value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def json_safe_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """A solver's statistics made writable: a plug-in may report numpy numbers or NaN."""
+    return {str(k): _json_value(v) for k, v in stats.items()}
 
 
 def unsolved_result(

@@ -7,11 +7,14 @@ registry entry travels with each task, so worker processes resolve them too.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import time
 from collections.abc import Iterator, Mapping
 from typing import ClassVar
+
+import numpy as np
 
 from balance_opt.evaluate import Schedule
 from balance_opt.instance import Instance
@@ -29,6 +32,7 @@ DOUBLES = {
     "test-chatty": "tests.doubles:ChattySolver",
     "test-infeasible": "tests.doubles:InfeasibleSolver",
     "test-pid-sleep": "tests.doubles:PidSleepingSolver",
+    "test-odd-stats": "tests.doubles:OddStatsSolver",
 }
 
 
@@ -64,6 +68,19 @@ class EmptySolver(Solver):
         return SolverOutput(
             Schedule.empty(instance.num_users, 1.0), Termination.COMPLETED, stats={"nodes": 7}
         )
+
+
+class OddStatsSolver(EmptySolver):
+    """Serves nobody and reports statistics JSON cannot hold as they are (a careless plug-in)."""
+
+    name = "test-odd-stats"
+
+    def _solve(
+        self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
+    ) -> SolverOutput:
+        stats = {"nodes": np.int64(3), "gap": float("nan"), "top": math.inf, "per_user": np.arange(2),
+                 "deep": {"ratio": np.float32(0.5)}, 7: "int key"}  # fmt: skip
+        return SolverOutput(Schedule.empty(instance.num_users, 1.0), Termination.COMPLETED, stats=stats)
 
 
 class RaisingSolver(EmptySolver):

@@ -99,15 +99,20 @@ def test_bad_inputs_become_named_error_rows(tmp_path: Path) -> None:
 def test_stats_json_cannot_hold_become_an_error_row(tmp_path: Path) -> None:
     inst = one_instance(tmp_path / "inst", "x")
     register("test-nan-stats", "tests.test_batch_folder:NanStats")
+    register("test-object-stats", "tests.test_batch_folder:ObjectStats")
+    configs = [make_config("test-nan-stats"), make_config("test-object-stats"), make_config("ad-only")]
     try:
-        out = run_batch([inst], [make_config("test-nan-stats"), make_config("ad-only")], tmp_path / "run")
+        out = run_batch([inst], configs, tmp_path / "run")
     finally:
         unregister("test-nan-stats")
-    bad, ok = out.solutions
+        unregister("test-object-stats")
+    ok, nan, bad = sorted(out.solutions, key=lambda d: str(d["solver"]))
+    assert ok["status"] == nan["status"] == "feasible"
+    # numpy numbers become Python numbers, NaN its name: the schedule is the answer, not the stats
+    assert nan["stats"] == {"gap": "nan", "n": 3}
     assert bad["status"] == "error"
     assert "cannot be written as JSON" in bad["error"]
-    assert ok["status"] == "feasible"
-    assert len(list((tmp_path / "run" / "solutions").glob("*.json"))) == 2
+    assert len(list((tmp_path / "run" / "solutions").glob("*.json"))) == 3
 
 
 def test_plain_progress_lines_off_a_terminal() -> None:
@@ -154,6 +159,16 @@ class NanStats(EmptySolver):
 
         out = super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
         return type(out)(out.schedule, out.termination, stats={"gap": float("nan"), "n": np.int64(3)})
+
+
+class ObjectStats(EmptySolver):
+    """A plug-in whose stats hold an object JSON has no form for."""
+
+    name = "test-object-stats"
+
+    def _solve(self, instance, *, time_limit, seed, hint):  # type: ignore[no-untyped-def]
+        out = super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
+        return type(out)(out.schedule, out.termination, stats={"when": object()})
 
 
 def test_table_writes_wait_ten_times_their_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

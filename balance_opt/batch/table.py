@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from balance_opt.batch.table_checks import check_results
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
 from balance_opt.solution import Solution
@@ -113,6 +114,10 @@ def frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         if c not in df.columns:
             df[c] = None
     df = df[order]
+    for c in gen:  # outside files may mix types in one generator field: keep them as text
+        kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and v != v)}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            df[c] = [None if v is None or (isinstance(v, float) and v != v) else str(v) for v in df[c]]
     if len(df):
         df = df.sort_values(["instance_file", "instance", "config"], kind="stable", na_position="last")
     for c in ("K", "served", "bound", "nodes", "lp_iterations", "p2_optimum"):
@@ -193,6 +198,7 @@ def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
         missing = [c for c in needed if c not in df]
         if missing:
             raise InputError(str(p), "", f"is not a results table (missing columns {missing})")
+        check_results(df.to_dict("records"), str(p))  # type: ignore[arg-type]
         df["run"] = str(p.parent if p.name.startswith("results.") else p)
         frames.append(df)
     if not frames:

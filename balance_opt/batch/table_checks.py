@@ -1,0 +1,108 @@
+"""A results table read back is input like any other: its cells and its claims are checked.
+
+``report`` and ``regress`` read tables that may come from elsewhere or have been edited.
+Each row must hold possible values (``served`` a count no larger than ``K``, a known
+status, a finite runtime), its own claims must agree (:func:`balance_opt.claims.contradiction`:
+an ``optimal`` row's bound is its served count, an ``error`` row serves 0), and the rows of
+one instance must agree with each other: no proved bound, and no ``optimal`` row, below a
+feasible schedule of another row. A broken rule is an :class:`InputError` naming the file,
+the row (counted from 1, the header not counted) and the column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from balance_opt.claims import Claims, contradiction
+from balance_opt.errors import InputError
+from balance_opt.status import SOLVED, Status
+
+STATUSES = frozenset(str(s) for s in Status)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
+
+
+def _count(value: Any) -> int | None:
+    """A cell holding a whole number >= 0 as that int; None when empty; ValueError otherwise."""
+    if _missing(value):
+        return None
+    if isinstance(value, bool | str):
+        raise ValueError
+    number = float(value)  # numpy integers and floats alike
+    if not math.isfinite(number) or number < 0 or number != int(number):
+        raise ValueError
+    return int(number)
+
+
+class _Row:
+    """One row under check, failing with the file, the row number and the column."""
+
+    def __init__(self, source: str, number: int, record: Mapping[str, Any]) -> None:
+        self.source, self.number, self.record = source, number, record
+
+    def fail(self, column: str, rule: str) -> InputError:
+        return InputError(self.source, f"row {self.number}, column {column}", rule)
+
+    def count(self, column: str) -> int | None:
+        value = self.record.get(column)
+        try:
+            return _count(value)
+        except (ValueError, TypeError, OverflowError):
+            raise self.fail(column, f"must be a whole number >= 0, got {str(value)[:40]!r}") from None
+
+
+def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
+    """``(K, served, bound, feasible)`` of one row whose cells and claims hold."""
+    rec = row.record
+    users, served, bound = row.count("K"), row.count("served"), row.count("bound")
+    if served is None:
+        raise row.fail("served", "is required")
+    status = str(rec.get("status"))
+    if status not in STATUSES:
+        raise row.fail("status", f"must be one of {', '.join(sorted(STATUSES))}, got {status[:40]!r}")
+    if users is not None and users < 1:
+        raise row.fail("K", "must be >= 1")
+    for column, value in (("served", served), ("bound", bound)):
+        if users is not None and value is not None and value > users:
+            raise row.fail(column, f"must be at most K = {users}, got {value}")
+    runtime = rec.get("runtime_s")
+    if not _missing(runtime) and not (isinstance(runtime, int | float) and 0 <= float(runtime) < math.inf):
+        raise row.fail("runtime_s", f"must be a finite number >= 0, got {str(runtime)[:40]!r}")
+    feasible = rec.get("feasible")
+    if not _missing(feasible) and not isinstance(feasible, bool) and str(feasible) not in ("True", "False"):
+        raise row.fail("feasible", f"must be true or false, got {str(feasible)[:40]!r}")
+    is_feasible = str(feasible) == "True"
+    if status in SOLVED and str(feasible) == "False":
+        raise row.fail("feasible", f"must be true when status is {status!r} (it claims a feasible schedule)")
+    claims = Claims(served=served, status=status, bound=bound, bound_given=bound is not None)
+    broken = contradiction(claims)
+    if broken is not None:
+        raise row.fail(*broken)
+    if is_feasible and bound is not None and bound < served:
+        raise row.fail("bound", f"claims a bound of {bound} below its own feasible schedule serving {served}")
+    return users, served, bound, is_feasible
+
+
+def check_results(records: Sequence[Mapping[str, Any]], source: str) -> None:
+    """Raise InputError at the first impossible cell or contradicted claim of one table."""
+    best: dict[str, tuple[int, int]] = {}  # instance digest -> (served, row) of its best feasible row
+    checked: list[tuple[_Row, int, int | None]] = []
+    for number, rec in enumerate(records, start=1):
+        row = _Row(source, number, rec)
+        _, served, bound, feasible = _check_row(row)
+        key = str(rec.get("instance_sha256"))
+        if feasible and served > best.get(key, (-1, 0))[0]:
+            best[key] = (served, number)
+        checked.append((row, served, bound))
+    for row, served, bound in checked:
+        top, where = best.get(str(row.record.get("instance_sha256")), (-1, 0))
+        proof = bound if bound is not None else served if row.record.get("status") == Status.OPTIMAL else None
+        if proof is not None and proof < top:
+            column = "bound" if bound is not None else "status"
+            raise row.fail(
+                column, f"claims no schedule serves more than {proof}, but row {where} serves {top} feasibly"
+            )
