@@ -25,7 +25,7 @@ from balance_opt.model import ad_mode, sd_mode
 from balance_opt.solvers import get_solver, heuristic_names
 from balance_opt.solvers.base import UnknownOption
 from balance_opt.solvers.heuristic.blocks import Counters
-from balance_opt.solvers.heuristic.plus import ModeSearches, balance_plus, seed_shares
+from balance_opt.solvers.heuristic.plus import ModeSearches, SearchBudget, balance_plus, seed_shares
 from tests.strategies import small_instances
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,7 +74,7 @@ def test_single_mode_searches_find_the_most_users(inst: Instance, data: st.DataO
     z = data.draw(st.sampled_from([x for x in inst.server.z_grid if 0.0 < x < 1.0] or [0.5]))
     k = inst.num_users
     allowed = sorted(data.draw(st.sets(st.integers(0, k - 1), min_size=1)))
-    ms = ModeSearches(inst, z, Counters(), [1000])
+    ms = ModeSearches(inst, z, Counters(), SearchBudget(1000))
     assume(ms.free > 0.0)
     share = data.draw(st.sampled_from([0.05, 0.3, 1.0]))
     floor = data.draw(st.integers(0, 2))

@@ -14,15 +14,16 @@ from balance_opt.evaluate import AD, SD, Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers.heuristic.blocks import Counters
 from balance_opt.solvers.heuristic.fast import balance_fast
-from balance_opt.solvers.heuristic.plus import (
-    EFFORT,
+from balance_opt.solvers.heuristic.mode_search import (
     AdByShare,
     Incumbent,
     ModeSearches,
     PlusOutcome,
+    SearchBudget,
     improve_at,
     seed_shares,
 )
+from balance_opt.solvers.heuristic.plus import EFFORT
 from balance_opt.solvers.heuristic.solvers import BalanceSolver
 
 # balance-plus's memory shares i / 10; no deadline splits (they cost most of the search's
@@ -46,7 +47,7 @@ def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | No
     sd = tuple(np.flatnonzero(schedule.modes == SD).tolist())
     inc = Incumbent(inst, PlusOutcome(schedule.z, None, ad, sd), stats)
     shares = seed_shares([*inst.server.lambda_grid, 1.0], SPLITS)
-    ms = ModeSearches(inst, z, stats, [max(1, EFFORT // max(1, inst.num_users))], until)
+    ms = ModeSearches(inst, z, stats, SearchBudget(max(1, EFFORT // max(1, inst.num_users))), until)
     start = [(ad, sd)] if schedule.z == z else []
     improve_at(inc, ms, shares, AdByShare(inst, [z], shares, stats).at(z), start, CUTS)
     return inc.best.schedule(inst) if inc.best.served > len(ad) + len(sd) else None
