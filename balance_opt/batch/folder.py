@@ -42,6 +42,18 @@ def _owner_text() -> str:
     return f"process {os.getpid()} on {platform.node()}, since {stamp}"
 
 
+def _remove_stale_temporaries(run_dir: Path, inner: str) -> None:
+    """Delete the ``.NAME.RANDOM.tmp`` files of writes that a killed batch left unfinished.
+
+    Only the holder of the lock writes here, so every temporary file found on taking it
+    belongs to a process that is gone; each one's finished file is rewritten by this batch.
+    """
+    for folder in (run_dir, run_dir / inner):
+        for tmp in folder.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
 @contextlib.contextmanager
 def hold_run_folder(run_dir: Path, inner: str = "solutions") -> Iterator[None]:
     """Create ``run_dir/inner`` and hold the folder's lock for the ``with`` block."""
@@ -66,6 +78,7 @@ def hold_run_folder(run_dir: Path, inner: str = "solutions") -> Iterator[None]:
     except OSError as exc:
         raise folder_error(exc, run_dir / LOCK_NAME, "lock the run folder") from None
     try:
+        _remove_stale_temporaries(run_dir, inner)
         try:
             atomic_write(run_dir / OWNER_NAME, _owner_text() + "\n")
         except OSError as exc:
