@@ -197,19 +197,7 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     z = schedule.z
     is_ad = schedule.modes == AD
     is_sd = schedule.modes == SD
-    violations: list[str] = []
-    if not 0.0 <= z <= 1.0 or math.isnan(z):
-        violations.append(f"z={z!r} is outside [0, 1] (21g)")
-    elif not on_grid(z, inst.server.z_grid):
-        violations.append(f"z={z!r} is not in the instance's z_grid (21g)")
-    # D7: at z = 0 AD has no compute, at z = 1 SD has none; such users are never served.
-    for users, name, mode, at in ((is_ad, "AD", AD, 0), (is_sd, "SD", SD, 1)):
-        if users.any() and not has_compute(mode, z):
-            first = inst.user_ids[int(np.flatnonzero(users)[0])]
-            violations.append(
-                f"{int(users.sum())} {name} user(s) at z = {at}, first user {first} "
-                f"({name} has no compute, D7)"
-            )
+    violations = _z_violations(inst, z, is_ad, is_sd)
     ad = ad_mode(inst, is_ad, z)
     sd = sd_mode(inst, is_sd, z)
 
@@ -219,13 +207,7 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
     if sd.latency_s is not None:
         completion[is_sd] = sd.latency_s + inst.download_s[is_sd]
     slack = inst.deadline_s - completion
-    late = (completion > tolerated(inst.deadline_s)) & ~np.isnan(completion)  # (20), (21c)
-    for k in np.flatnonzero(late).tolist():
-        late_s = completion[k] - inst.deadline_s[k]
-        violations.append(
-            f"user {inst.user_ids[k]} ({MODE_NAMES[schedule.modes[k]]}) completes at "
-            f"{completion[k]:.9g} s, {late_s:.6g} s after its deadline {inst.deadline_s[k]:.9g} s (20), (21c)"
-        )
+    violations += _late_violations(inst, schedule, completion)
 
     w_llm = inst.llm_weight_bytes
     w_slm = inst.slm_weights_at(z)  # D7, (21d)
@@ -254,6 +236,37 @@ def evaluate(inst: Instance, schedule: Schedule) -> Evaluation:
         memory_bytes=memory,
         free_bytes=cap - memory,
     )
+
+
+def _z_violations(inst: Instance, z: float, is_ad: NDArray[np.bool_], is_sd: NDArray[np.bool_]) -> list[str]:
+    """The violations of ``z`` itself (21g) and of users in a mode without compute at it (D7)."""
+    violations: list[str] = []
+    if not 0.0 <= z <= 1.0 or math.isnan(z):
+        violations.append(f"z={z!r} is outside [0, 1] (21g)")
+    elif not on_grid(z, inst.server.z_grid):
+        violations.append(f"z={z!r} is not in the instance's z_grid (21g)")
+    # D7: at z = 0 AD has no compute, at z = 1 SD has none; such users are never served.
+    for users, name, mode, at in ((is_ad, "AD", AD, 0), (is_sd, "SD", SD, 1)):
+        if users.any() and not has_compute(mode, z):
+            first = inst.user_ids[int(np.flatnonzero(users)[0])]
+            violations.append(
+                f"{int(users.sum())} {name} user(s) at z = {at}, first user {first} "
+                f"({name} has no compute, D7)"
+            )
+    return violations
+
+
+def _late_violations(inst: Instance, schedule: Schedule, completion: FloatArray) -> list[str]:
+    """One violation per served user that completes after its deadline, (20), (21c)."""
+    late = (completion > tolerated(inst.deadline_s)) & ~np.isnan(completion)
+    violations = []
+    for k in np.flatnonzero(late).tolist():
+        late_s = completion[k] - inst.deadline_s[k]
+        violations.append(
+            f"user {inst.user_ids[k]} ({MODE_NAMES[schedule.modes[k]]}) completes at "
+            f"{completion[k]:.9g} s, {late_s:.6g} s after its deadline {inst.deadline_s[k]:.9g} s (20), (21c)"
+        )
+    return violations
 
 
 # The mode codes and the tolerance are the model's (balance_opt.model); re-exported for a schedule's users.

@@ -32,10 +32,22 @@ def register(sub: Any) -> None:
         description="The benchmark library of instance sets with certified references (docs/library.md).",
     )
     lib = p.add_subparsers(dest="library_command", metavar="ACTION", required=True)
+    _add_generate(lib)
+    _add_refs(lib)
+    _add_rebuild(lib)
+    _add_verify(lib)
+    _add_journal(lib)
+    _add_where(lib)
+
+
+def _add_generate(lib: Any) -> None:
     g = lib.add_parser("generate", help="write the library's instance files and READMEs")
     g.add_argument("root", type=Path, metavar="ROOT", help="library folder, e.g. instances/paper")
     g.add_argument("--set", action="append", dest="sets", metavar="NAME", help="only this set (repeatable)")
     g.set_defaults(func=handle_generate)
+
+
+def _add_refs(lib: Any) -> None:
     r = lib.add_parser(
         "refs",
         help="compute or improve one set's references (resumable)",
@@ -66,6 +78,9 @@ def register(sub: Any) -> None:
         "where it stopped (sets BALANCE_OPT_JOURNAL for the solves)",
     )  # fmt: skip
     r.set_defaults(func=handle_refs)
+
+
+def _add_rebuild(lib: Any) -> None:
     b = lib.add_parser(
         "rebuild",
         help="rewrite reference tables and READMEs from the ledgers (no solve)",
@@ -74,9 +89,15 @@ def register(sub: Any) -> None:
     )
     b.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
     b.set_defaults(func=handle_rebuild)
+
+
+def _add_verify(lib: Any) -> None:
     v = lib.add_parser("verify", help="re-check every stored reference schedule (evaluator only)")
     v.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
     v.set_defaults(func=handle_verify)
+
+
+def _add_journal(lib: Any) -> None:
     j = lib.add_parser(
         "journal",
         help="count what a journal of MILP proofs holds (each entry checked)",
@@ -85,6 +106,9 @@ def register(sub: Any) -> None:
     )
     j.add_argument("folder", type=Path, metavar="DIR", help="a journal folder, e.g. journal/fig4a")
     j.set_defaults(func=handle_journal)
+
+
+def _add_where(lib: Any) -> None:
     w = lib.add_parser(
         "where",
         help="print the folder of the installed library (or CI set, or named configurations)",

@@ -16,8 +16,6 @@ FAILED_SOLVES = 4
 
 
 def register(sub: Any) -> None:
-    from balance_opt.data import config_dir, shown
-
     p = sub.add_parser(
         "solve",
         help="solve instance files with one or more solvers",
@@ -32,6 +30,20 @@ def register(sub: Any) -> None:
         "resume); 1 internal error.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="instance file or directory of instance files")
+    _add_solvers(p)
+    _add_limits(p)
+    out = p.add_argument_group("output")
+    out.add_argument("--out", metavar="RUN_DIR", help="run folder for solution files and the results table")
+    out.add_argument(
+        "--json", action="store_true", help="print the solution document (one instance, one solver)"
+    )
+    p.set_defaults(func=handler)
+
+
+def _add_solvers(p: argparse.ArgumentParser) -> None:
+    """The options that name the solvers and their configurations."""
+    from balance_opt.data import config_dir, shown
+
     what = p.add_argument_group("solvers")
     what.add_argument(
         "--solver", action="append", metavar="NAME", help="a registered solver with default options"
@@ -42,6 +54,10 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help=f"a solver configuration: a TOML file, or the NAME of one shipped in {shown(config_dir)}",
     )
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    """The options on time limits, parallel solves, executors, reruns and failures."""
     limits = p.add_argument_group("limits and execution")
     limits.add_argument(
         "--time-limit", type=seconds, metavar="S", help="per-solve limit for configurations without one"
@@ -75,12 +91,6 @@ def register(sub: Any) -> None:
         help=f"exit with status {FAILED_SOLVES} when any pair's solve failed: an 'error' row, or a "
         "solve killed past its time limit (for CI)",
     )
-    out = p.add_argument_group("output")
-    out.add_argument("--out", metavar="RUN_DIR", help="run folder for solution files and the results table")
-    out.add_argument(
-        "--json", action="store_true", help="print the solution document (one instance, one solver)"
-    )
-    p.set_defaults(func=handler)
 
 
 def make_executor(args: argparse.Namespace) -> Any:

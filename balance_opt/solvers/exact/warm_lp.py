@@ -27,12 +27,19 @@ class WarmLp:
     """One z's relaxed LP; :meth:`solve` bounds a box from an optional starting basis."""
 
     def __init__(self, zd: ZData) -> None:
-        import highspy
-
         self.zd = zd
-        inst = zd.inst
         self.ad, self.sd = zd.ad, zd.sd
-        beta_l = inst.llm.beta_s
+        self.beta_l = zd.inst.llm.beta_s
+        p = self._program()
+        self.h = _highs(p)
+        self._xy = np.concatenate((self.x, self.y)).astype(np.int32)
+        # the coefficients HiGHS holds in each changing row (NaN: not set through _set yet)
+        self._coef = {int(r): np.full(len(p.obj), np.nan) for r in self.rows}
+
+    def _program(self) -> Program:
+        """The columns and rows shared by every box of the z; records where each part lies."""
+        inst = self.zd.inst
+        beta_l = self.beta_l
         per_iter = beta_l + inst.server.draft_length * inst.slm.beta_s
         p = Program()
         self.x = p.columns(self.ad.size, 1.0, 0.0, 1.0, False)
@@ -42,8 +49,8 @@ class WarmLp:
         ha, wa = _levels(p, self.x, inst.output_tokens[self.ad].astype(np.float64))
         hs, ws = _levels(p, self.y, inst.sd_iterations[self.sd].astype(np.float64))
         self.ha, self.hs = ha, hs
-        self.ua, self.va = _levels(p, self.x, zd.loose[self.ad], rising=False)
-        self.us, self.vs = _levels(p, self.y, zd.loose[self.sd], rising=False)
+        self.ua, self.va = _levels(p, self.x, self.zd.loose[self.ad], rising=False)
+        self.us, self.vs = _levels(p, self.y, self.zd.loose[self.sd], rising=False)
         row0 = len(p.rlo)  # AD time (17), SD time (19), memory (21d), the two caps
         p.row(np.concatenate((self.x, ha, self.ua)), np.concatenate((np.ones(self.x.size), beta_l * wa,
               np.zeros(self.ua.size))), -math.inf, 0.0)  # fmt: skip
@@ -65,29 +72,7 @@ class WarmLp:
         self.rows = np.arange(row0, row0 + 5, dtype=np.int32)
         _, ia, is_ = np.intersect1d(self.ad, self.sd, return_indices=True)
         p.pairs(self.x[ia], self.y[is_], 1.0, 1.0, 1.0)
-        with quiet_stdout():
-            self.h = highspy.Highs()
-        h = self.h
-        for key, value in (("output_flag", False), ("threads", 1), ("presolve", "off")):
-            h.setOptionValue(key, value)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-        h.setOptionValue("dual_feasibility_tolerance", 1e-9)  # the LP value is a bound: keep it close
-        # a child needs a few dozen iterations from its parent's basis; exact steepest-edge
-        # weights cost more to set up than they save there (measured: 15% less LP time)
-        h.setOptionValue("simplex_dual_edge_weight_strategy", 1)
-        order = np.lexsort((np.asarray(p.rows), np.asarray(p.cols)))
-        cols = np.asarray(p.cols, dtype=np.int64)[order]
-        n = len(p.obj)
-        h.passModel(
-            n, len(p.rlo), len(order), 1, -1, 0.0,
-            np.asarray(p.obj), np.asarray(p.lb), np.asarray(p.ub), np.asarray(p.rlo), np.asarray(p.rhi),
-            np.searchsorted(cols, np.arange(n + 1)).astype(np.int32),
-            np.asarray(p.rows, dtype=np.int32)[order], np.asarray(p.vals)[order], np.zeros(n, dtype=np.int32),
-        )  # fmt: skip
-        self.beta_l = beta_l
-        self._xy = np.concatenate((self.x, self.y)).astype(np.int32)
-        # the coefficients HiGHS holds in each changing row (NaN: not set through _set yet)
-        self._coef = {int(r): np.full(n, np.nan) for r in self.rows}
+        return p
 
     def solve(self, t: Terms, cap_a: ModeCaps, cap_s: ModeCaps, basis: Any | None) -> tuple[float, Any]:
         """The LP value of the box with terms ``t``, and the optimal basis to start children from."""
@@ -126,6 +111,31 @@ class WarmLp:
         for c, v in zip(cols[changed].tolist(), values[changed].tolist(), strict=True):
             self.h.changeCoeff(row, c, v)
         cur[cols[changed]] = values[changed]
+
+
+def _highs(p: Program) -> Any:
+    """A HiGHS object holding ``p``, set up for many warm-started re-solves."""
+    import highspy
+
+    with quiet_stdout():
+        h = highspy.Highs()
+    for key, value in (("output_flag", False), ("threads", 1), ("presolve", "off")):
+        h.setOptionValue(key, value)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)  # the LP value is a bound: keep it close
+    # a child needs a few dozen iterations from its parent's basis; exact steepest-edge
+    # weights cost more to set up than they save there (measured: 15% less LP time)
+    h.setOptionValue("simplex_dual_edge_weight_strategy", 1)
+    order = np.lexsort((np.asarray(p.rows), np.asarray(p.cols)))
+    cols = np.asarray(p.cols, dtype=np.int64)[order]
+    n = len(p.obj)
+    h.passModel(
+        n, len(p.rlo), len(order), 1, -1, 0.0,
+        np.asarray(p.obj), np.asarray(p.lb), np.asarray(p.ub), np.asarray(p.rlo), np.asarray(p.rhi),
+        np.searchsorted(cols, np.arange(n + 1)).astype(np.int32),
+        np.asarray(p.rows, dtype=np.int32)[order], np.asarray(p.vals)[order], np.zeros(n, dtype=np.int32),
+    )  # fmt: skip
+    return h
 
 
 def _status() -> Any:
