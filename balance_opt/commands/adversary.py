@@ -21,11 +21,21 @@ def register(sub: Any) -> None:
         "seconds taken). The same seed and --budget-evals write the same worst.json and summary.json; "
         "a --budget-s run stops wherever the clock does (docs/worst-case.md).",
     )
-    p.add_argument("--solver", required=True, metavar="NAME", help="a registered heuristic, e.g. balance")
-    p.add_argument("--users", "-K", type=int, required=True, help="users per instance (K)")
+    p.add_argument(
+        "--solver", required=True, metavar="NAME", help="a registered heuristic, e.g. balance (required)"
+    )
+    p.add_argument(
+        "--users", "-K", type=int, required=True, metavar="K", help="users per instance (required)"
+    )
     p.add_argument("--seed", type=seed, default=0, help="seed of the search (default 0)")
-    p.add_argument("--budget-s", type=seconds, metavar="S", help="stop after S seconds")
-    p.add_argument("--budget-evals", type=count, metavar="N", help="stop after N evaluations (reproducible)")
+    p.add_argument(
+        "--budget-s", type=seconds, metavar="S",
+        help="stop after S seconds (default: not set; give --budget-s, --budget-evals or both)",
+    )  # fmt: skip
+    p.add_argument(
+        "--budget-evals", type=count, metavar="N",
+        help="stop after N evaluations, reproducible (default: not set)",
+    )  # fmt: skip
     p.add_argument("--against", choices=("p1", "p2"), default="p1", help="the optimum of P1 (default) or P2")
     p.add_argument(
         "--grids",
@@ -52,9 +62,9 @@ def register(sub: Any) -> None:
         type=float,
         default=30.0,
         metavar="S",
-        help="per-candidate limit of exact (K > 12)",
+        help="per-candidate limit of exact, K > 12 (default: 30 s)",
     )
-    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (required)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=handle)
 

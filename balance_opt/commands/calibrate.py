@@ -9,6 +9,8 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    from balance_opt.profiles import MODELS
+
     p = sub.add_parser(
         "calibrate",
         help="fit alpha (s/FLOP) and beta (s/pass) of the LLM and SLM from measured timings",
@@ -18,12 +20,25 @@ def register(sub: Any) -> None:
         "relative residuals, and write a hardware-profile JSON for 'generate --hardware-file'.",
     )
     p.add_argument("timings", type=Path, metavar="TIMINGS.csv", help="measured forward passes")
-    p.add_argument("--llm", required=True, metavar="NAME", help="LLM profile (balance_opt.profiles.MODELS)")
-    p.add_argument("--slm", required=True, metavar="NAME", help="SLM profile")
-    p.add_argument("--out", required=True, type=Path, metavar="PROFILE.json", help="fitted profile")
+    models = ", ".join(MODELS)
+    p.add_argument("--llm", required=True, metavar="NAME", help=f"LLM profile: {models} (required)")
+    p.add_argument("--slm", required=True, metavar="NAME", help="SLM profile, as --llm (required)")
+    p.add_argument(
+        "--out", required=True, type=Path, metavar="PROFILE.json", help="fitted profile (required)"
+    )
     p.add_argument("--name", help="profile name (default: the output file's stem)")
-    p.add_argument("--memory-bytes", type=float, metavar="Q", help="record the GPU's capacity Q in bytes")
-    p.add_argument("--plot", type=Path, metavar="FIG", help="residual figure (FIG.png and FIG.svg)")
+    p.add_argument(
+        "--memory-bytes",
+        type=float,
+        metavar="Q",
+        help="record the GPU's capacity Q in bytes (default: not set, none recorded)",
+    )
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FIG",
+        help="residual figure FIG.png and FIG.svg (default: not set, no figure)",
+    )
     p.set_defaults(func=handle)
 
 

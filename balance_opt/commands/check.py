@@ -47,7 +47,12 @@ def register(sub: Any) -> None:
         "balance-opt library where prints it)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--out", type=Path, metavar="DIR", help="also write DIR/check.md and DIR/check.csv")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="also write DIR/check.md and DIR/check.csv (default: not set, print only)",
+    )
     p.set_defaults(func=handle)
 
 

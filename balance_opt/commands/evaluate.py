@@ -34,11 +34,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
     p.add_argument("solution", type=Path, nargs="?", metavar="SOLUTION", help="solution file")
-    p.add_argument("--z", type=float, help="compute fraction of AD (instead of a solution file)")
+    p.add_argument(
+        "--z", type=float, help="compute fraction of AD, instead of a solution file (default: not set)"
+    )
     p.add_argument(
         "--assign",
         metavar="ID=MODE,...",
-        help="modes ad|sd|none by user id, e.g. u0=ad,u1=sd (users not named: none)",
+        help="modes ad|sd|none by user id with --z, e.g. u0=ad,u1=sd (default: a user not named is none)",
     )
     p.add_argument("--compare-modes", action="store_true", help="all-AD at z=1 vs all-SD at z=0")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -21,9 +21,14 @@ def register(sub: Any) -> None:
         "z_grid values) in LP or MPS format, for any MILP solver.",
     )
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
-    p.add_argument("--z", type=float, required=True, help="compute fraction of AD, from the z_grid")
+    p.add_argument(
+        "--z",
+        type=float,
+        required=True,
+        help="compute fraction of AD, one of the instance's z_grid (required)",
+    )
     p.add_argument("--format", choices=("lp", "mps"), default="lp", help="file format (default: lp)")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="file to write")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="file to write (required)")
     p.set_defaults(func=handle)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from balance_opt.families import FAMILIES, build_family
 from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
+from balance_opt.profiles import FITTED, HARDWARE, MODELS
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -42,15 +43,15 @@ def step_grid(step: float) -> tuple[float, ...]:
     return tuple(round(i / n, 12) for i in range(n + 1))
 
 
-# (flag, GeneratorParams field, type, help)
+# (flag, GeneratorParams field, type, help); register() adds each default (_preset_default)
 _KNOBS: tuple[tuple[str, str, type, str], ...] = (
-    ("--llm", "llm", str, "LLM profile (balance_opt.profiles.MODELS)"),
-    ("--slm", "slm", str, "SLM profile"),
+    ("--llm", "llm", str, "LLM profile: " + ", ".join(MODELS)),
+    ("--slm", "slm", str, "SLM profile, as --llm"),
     (
         "--hardware",
         "hardware",
         str,
-        "hardware profile: rtx4090 (default), a100-80gb, h100-sxm, h200, rtx4090-fig1a (fitted)",
+        "hardware profile: " + ", ".join([*HARDWARE, *(f"{n} (fitted)" for n in FITTED)]),
     ),
     ("--bytes-per-param", "bytes_per_param", float, "theta (2 = FP16)"),
     ("--memory-bytes", "memory_bytes", float, "Q in bytes (default: the hardware's capacity)"),
@@ -63,13 +64,13 @@ _KNOBS: tuple[tuple[str, str, type, str], ...] = (
     ("--draft-length", "draft_length", int, "LD"),
     ("--bits-per-token", "bits_per_token", float, "gamma"),
     ("--acceptance-min", "acceptance_min", float, "A ~ U[min, max]"),
-    ("--acceptance-max", "acceptance_max", float, ""),
+    ("--acceptance-max", "acceptance_max", float, "the upper end of A's range"),
     ("--deadline-min", "deadline_min_s", float, "T ~ U[min, max] seconds"),
-    ("--deadline-max", "deadline_max_s", float, ""),
+    ("--deadline-max", "deadline_max_s", float, "the upper end of T's range"),
     ("--input-min", "input_min", int, "LI ~ U{min..max}"),
-    ("--input-max", "input_max", int, ""),
+    ("--input-max", "input_max", int, "the upper end of LI's range"),
     ("--output-min", "output_min", int, "LO ~ U{min..max}"),
-    ("--output-max", "output_max", int, ""),
+    ("--output-max", "output_max", int, "the upper end of LO's range"),
     ("--radius", "radius_m", float, "coverage radius in m"),
     ("--min-distance", "min_distance_m", float, "minimum user distance in m"),
     ("--uplink-bandwidth", "uplink_bandwidth_hz", float, "B in Hz"),
@@ -90,6 +91,26 @@ _RANGES: dict[str, tuple[type, str, str]] = {
 }
 
 
+def _text(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, tuple):
+        return ",".join(_text(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _preset_default(field: str) -> str:
+    """A knob's default as --help shows it: fig4's value, then each preset that differs."""
+    values = {name: getattr(preset_params(name), field) for name in PRESETS}
+    fig4 = values.pop("fig4")
+    others = [f"{name}: {_text(v)}" for name, v in values.items() if v != fig4]
+    return f"(default: the preset's, fig4: {_text(fig4)}{''.join('; ' + o for o in others)})"
+
+
+def _flag_of(field: str) -> str:
+    return next(flag for flag, f, _kind, _text in _KNOBS if f == field)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "generate",
@@ -103,33 +124,54 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--preset", choices=[*PRESETS, *FAMILIES], default="fig4", help="parameter set (default fig4)"
     )
-    p.add_argument("--users", "-K", type=int, help="number of users K (fig4/fig5: 30, fig1: 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first instance (default 0)")
-    p.add_argument("--count", type=int, default=1, help="number of instances (seeds seed, seed+1, ...)")
-    p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--name", help="instance name (only with --count 1)")
-    g = p.add_argument_group("knobs (override the preset)")
+    p.add_argument(
+        "--users", "-K", type=int, metavar="K",
+        help="number of users K (default: the preset's, fig4, fig5, tight-memory: 30; fig1: 1; "
+        "theorem1-tight: 20)",
+    )  # fmt: skip
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="SEED", help="seed of the first instance (default 0)"
+    )
+    p.add_argument(
+        "--count", type=int, default=1, metavar="N", help="number of instances (seeds SEED, SEED+1, ...)"
+    )
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (required)")
+    p.add_argument(
+        "--name", help="instance name, only with --count 1 (default: PRESET-K<K>-s<SEED>, as 4 digits)"
+    )
+    _add_knobs(p.add_argument_group("knobs (override the preset)"))
+    p.set_defaults(func=handle)
+
+
+def _add_knobs(g: Any) -> None:
     for flag, (kind, lo, hi) in _RANGES.items():
         g.add_argument(
             flag,
             type=_range(kind),
             dest=f"range_{lo}",
             metavar="MIN[,MAX]",
-            help=f"sets {lo} and {hi} (one value fixes both)",
+            help=f"sets {_flag_of(lo)} and {_flag_of(hi)}, one value both (default: theirs)",
         )
     for flag, field, kind, text in _KNOBS:
         metavar = {str: "NAME", int: "N"}.get(kind, "X")
-        g.add_argument(flag, type=kind, dest=f"knob_{field}", metavar=metavar, help=text or None)
+        help_ = text if "default" in text else f"{text} {_preset_default(field)}"
+        g.add_argument(flag, type=kind, dest=f"knob_{field}", metavar=metavar, help=help_)
     g.add_argument(
         "--hardware-file",
         type=Path,
         metavar="PROFILE.json",
-        help="alpha and beta of both models (and Q, if recorded) from 'balance-opt calibrate'",
+        help="alpha and beta of both models (and Q, if recorded) from 'balance-opt calibrate' "
+        "(default: not set, the --hardware profile's)",
     )
-    g.add_argument("--z-grid", type=_floats, metavar="Z,...", help="compute-fraction grid, e.g. 0,0.25,0.5,1")
-    g.add_argument("--lambda-grid", type=_floats, metavar="L,...", help="memory-fraction grid")
-    g.add_argument("--grid-step", type=float, metavar="STEP", help="both grids 0, step, ..., 1 (e.g. 0.1)")
-    p.set_defaults(func=handle)
+    grid = _preset_default("z_grid")
+    g.add_argument(
+        "--z-grid", type=_floats, metavar="Z,...", help=f"compute-fraction grid, e.g. 0,0.25,0.5,1 {grid}"
+    )
+    g.add_argument("--lambda-grid", type=_floats, metavar="L,...", help=f"memory-fraction grid {grid}")
+    g.add_argument(
+        "--grid-step", type=float, metavar="STEP",
+        help="both grids 0, STEP, ..., 1, e.g. 0.1 (default: not set, --z-grid and --lambda-grid)",
+    )  # fmt: skip
 
 
 def params_from_args(args: argparse.Namespace) -> GeneratorParams:

@@ -58,36 +58,70 @@ def register(sub: Any) -> None:
         "has one row per point, and OUT/report/README.md shows SLO attainment against arrival rate and "
         "deadline scale beside the hindsight bound. A rerun resumes.",
     )
-    p.add_argument("--out", type=Path, required=True, metavar="RUN_DIR", help="run folder (created)")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="RUN_DIR", help="run folder, created (required)"
+    )
     src = p.add_argument_group("workloads")
     src.add_argument("--preset", default="fig4", help="generator preset of the users (default fig4)")
-    src.add_argument("--trace", type=Path, metavar="CSV", help="replay this trace (docs/formats.md)")
-    src.add_argument("--process", choices=("poisson", "gamma"), default="poisson", help="arrival process")
+    src.add_argument(
+        "--trace",
+        type=Path,
+        metavar="CSV",
+        help="replay this trace, docs/formats.md (default: not set, arrivals drawn by --process)",
+    )
+    src.add_argument(
+        "--process",
+        choices=("poisson", "gamma"),
+        default="poisson",
+        help="arrival process (default: poisson)",
+    )
     src.add_argument(
         "--rates",
         type=_numbers(0.0, 1e4, "rate"),
         default=[1.0],
         metavar="R,..",
-        help="arrival rates in users/s",
+        help="arrival rates in users/s (default: 1)",
     )
-    src.add_argument("--cv", type=_numbers(0.0, 100.0, "CV"), default=[1.0], help="gamma inter-arrival CV")
+    src.add_argument(
+        "--cv", type=_numbers(0.0, 100.0, "CV"), default=[1.0], help="gamma inter-arrival CVs (default: 1)"
+    )
     src.add_argument(
         "--duration", type=seconds, default=600.0, metavar="S", help="arrival span (default 600)"
     )
     src.add_argument("--seeds", type=_seeds, default=[1], help="seeds: 1,2,3 or 1-5 (default 1)")
-    src.add_argument("--deadline-scales", type=_numbers(0.0, 1e3, "scale"), default=[1.0], metavar="X,..")
-    src.add_argument("--output-cv", type=float, default=0.0, metavar="CV", help="length misprediction CV")
-    src.add_argument("--acceptance", choices=("random", "expected"), default="random")
+    src.add_argument(
+        "--deadline-scales", type=_numbers(0.0, 1e3, "scale"), default=[1.0], metavar="X,..",
+        help="factors applied to every user's deadline (default: 1)",
+    )  # fmt: skip
+    src.add_argument(
+        "--output-cv", type=float, default=0.0, metavar="CV", help="length misprediction CV (default: 0, off)"
+    )
+    src.add_argument(
+        "--acceptance", choices=("random", "expected"), default="random",
+        help="random: drafts accepted at random; expected: every SD iteration emits its expected "
+        "tokens (default: random)",
+    )  # fmt: skip
     pol = p.add_argument_group("policies")
     pol.add_argument(
         "--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})"
     )
-    pol.add_argument("--epochs", choices=("window", "event"), default="window", help="decision epochs")
+    pol.add_argument(
+        "--epochs", choices=("window", "event"), default="window", help="decision epochs (default: window)"
+    )
     pol.add_argument("--window", type=seconds, default=1.0, metavar="S", help="window length (default 1 s)")
-    pol.add_argument("--policy-time-limit", type=seconds, metavar="S", help="per decision, for exact etc.")
+    pol.add_argument(
+        "--policy-time-limit",
+        type=seconds,
+        metavar="S",
+        help="per decision, for exact etc. (default: not set, the solver's own)",
+    )
     run = p.add_argument_group("running")
-    run.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel simulations")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="run on this dask scheduler")
+    run.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel simulations (default: 1)")
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on this dask scheduler (default: not set, local processes)",
+    )
     run.add_argument("--force", action="store_true", help="redo points made with other settings")
     run.add_argument("--no-bound", action="store_true", help="skip the hindsight bounds")
     run.add_argument("--no-report", action="store_true", help="skip OUT/report")

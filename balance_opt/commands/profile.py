@@ -32,15 +32,21 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--slm", default="tinyllama-1.1b", metavar="NAME", help="SLM profile (default tinyllama-1.1b)"
     )
-    p.add_argument("--out", required=True, type=Path, metavar="TIMINGS.csv")
+    p.add_argument(
+        "--out", required=True, type=Path, metavar="TIMINGS.csv", help="timings CSV to write (required)"
+    )
     p.add_argument("--device", default="cuda", help="torch device (default cuda)")
     p.add_argument("--dtype", default=None, choices=("float16", "bfloat16", "float32"),
                    help="weights and activations (default float16 on cuda, float32 elsewhere)")  # fmt: skip
     g = p.add_argument_group("grid")
-    g.add_argument("--batches", type=_ints, default=d.batches, metavar="B,...")
-    g.add_argument("--prompt-lengths", type=_ints, default=d.prompt_lengths, metavar="L,...")
-    g.add_argument("--contexts", type=_ints, default=d.contexts, metavar="C,...", help="cached tokens")
-    g.add_argument("--verify-tokens", type=_ints, default=d.verify_tokens, metavar="M,...")
+    for flag, default, metavar, text in (
+        ("--batches", d.batches, "B,...", "batch sizes"),
+        ("--prompt-lengths", d.prompt_lengths, "L,...", "prompt tokens of a prefill pass"),
+        ("--contexts", d.contexts, "C,...", "cached tokens of a decode or verify pass"),
+        ("--verify-tokens", d.verify_tokens, "M,...", "tokens checked by a verify pass"),
+    ):
+        shown = ",".join(str(v) for v in default)
+        g.add_argument(flag, type=_ints, default=default, metavar=metavar, help=f"{text} (default: {shown})")
     g.add_argument("--repeats", type=int, default=d.repeats, metavar="N", help="timed runs per pass (median)")
     g.add_argument("--warmup", type=int, default=d.warmup, metavar="N", help="untimed runs per pass")
     p.set_defaults(func=handle)

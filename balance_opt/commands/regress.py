@@ -12,6 +12,7 @@ from balance_opt.commands._args import jobs, seconds
 
 
 def register(sub: Any) -> None:
+    from balance_opt.batch.regress import EXACT_TIME_LIMIT_S
     from balance_opt.data import ci_dir, shown
 
     p = sub.add_parser(
@@ -34,7 +35,10 @@ def register(sub: Any) -> None:
         help="rewrite FOLDER/reference.csv from this run (name FOLDER: never the installed CI set)",
     )
     p.add_argument("--jobs", type=jobs, metavar="N", help="parallel solves (default: up to 2)")
-    p.add_argument("--time-limit", type=seconds, default=None, metavar="S", help="exact solver limit (120 s)")
+    p.add_argument(
+        "--time-limit", type=seconds, default=None, metavar="S",
+        help=f"exact solver limit (default: {EXACT_TIME_LIMIT_S:g} s)",
+    )  # fmt: skip
     p.set_defaults(func=handler)
 
 

@@ -16,7 +16,7 @@ def register(sub: Any) -> None:
         "runs and write README.md, CSV tables and PNG + SVG figures to --out.",
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="run folder or results table file")
-    p.add_argument("--out", required=True, metavar="DIR", help="report folder (e.g. reports/NAME)")
+    p.add_argument("--out", required=True, metavar="DIR", help="report folder, e.g. reports/NAME (required)")
     p.add_argument("--title", default="Benchmark report", help="the README's heading")
     p.set_defaults(func=handler)
 

@@ -19,11 +19,16 @@ def register(sub: Any) -> None:
         "probability at least q.",
     )
     p.add_argument("instance", type=Path, metavar="INSTANCE", help="instance file")
-    p.add_argument("--quantile", type=float, required=True, metavar="Q", help="level q in (0, 1)")
+    p.add_argument("--quantile", type=float, required=True, metavar="Q", help="level q in (0, 1) (required)")
     p.add_argument(
-        "--batch-users", metavar="M|auto", help="a batch-level guarantee for SD batches of up to M users"
+        "--batch-users",
+        metavar="M|auto",
+        help="a batch-level guarantee for SD batches of up to M users (default: not set, each user's "
+        "own q-quantile)",
     )
-    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the instance file to write")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the instance file to write (required)"
+    )
     p.set_defaults(func=handle)
 
 

@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--instance",
         type=Path,
-        help="check solutions against this instance too (the instance they name, user ids, claims)",
+        metavar="INSTANCE",
+        help="check solutions against this instance too: the instance they name, user ids, claims "
+        "(default: not set, each file checked alone)",
     )
     p.set_defaults(func=handle)
 
