@@ -178,6 +178,19 @@ def read_bytes(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data
 
 
+def check_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> None:
+    """InputError unless ``path`` is a regular file of at most ``limit`` bytes (for readers
+    that open the file themselves, such as pandas)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise InputError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(str(path), "", "is not a regular file (a folder, FIFO or device)")
+    if info.st_size > limit:
+        raise InputError(str(path), "", f"holds {info.st_size} bytes, above the limit of {limit}")
+
+
 def sha256_bytes(data: bytes) -> str:
     """Hex digest used in solution files (``instance_sha256``)."""
     return hashlib.sha256(data).hexdigest()

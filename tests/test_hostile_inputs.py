@@ -158,3 +158,22 @@ def test_generate_refuses_a_name_that_leaves_out(tmp_path: Path, capsys: Any, na
     assert code == 2
     assert "must be a plain file name" in err
     assert not any(tmp_path.rglob("*.json"))
+
+
+def test_a_results_table_pointing_outside_its_folder_is_refused(
+    library: Path, tmp_path: Path, capsys: Any
+) -> None:
+    table = tmp_path / "run" / "results.csv"
+    table.parent.mkdir()
+    table.write_text("instance,solution_file\nx,../../../../etc/passwd\n")
+    code, _, err = run(capsys, "check", table, "--library", library)
+    assert code == 2
+    assert "results.csv: row 1, column solution_file: points outside the table's folder" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_named_as_a_results_table_is_refused(tmp_path: Path, capsys: Any) -> None:
+    os.mkfifo(tmp_path / "results.csv")
+    code, _, err = run(capsys, "report", tmp_path / "results.csv", "--out", tmp_path / "rep")
+    assert code == 2
+    assert "results.csv: is not a regular file" in err

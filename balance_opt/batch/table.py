@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from balance_opt.batch.table_checks import check_results
 from balance_opt.errors import InputError
+from balance_opt.files import check_regular_file
 from balance_opt.io import atomic_write
 from balance_opt.solution import Solution
 
@@ -190,6 +191,7 @@ def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
             p = p / "results.parquet" if (p / "results.parquet").exists() else p / "results.csv"
         if not p.exists():
             raise InputError(str(p), "", "no results table here (expected a run folder or a table file)")
+        check_regular_file(p)
         try:
             df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
         except Exception as exc:

@@ -19,6 +19,7 @@ from typing import Any
 from balance_opt.claims import Claims, Known, first_violation, mismatches
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.files import check_regular_file
 from balance_opt.instance import Instance
 from balance_opt.io import (
     SOLUTION_SCHEMA,
@@ -153,13 +154,25 @@ def _table_solutions(path: Path) -> list[Path]:
     """The solution files a results table points at (its ``solution_file`` column)."""
     import pandas as pd
 
+    check_regular_file(path)
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:
         raise InputError(str(path), "", f"cannot be read as a results table: {exc}") from None
     if "solution_file" not in df:
         raise InputError(str(path), "solution_file", "is a required column of a results table")
-    return [path.parent / str(f) for f in df["solution_file"] if isinstance(f, str) and f]
+    root = path.parent.resolve()
+    out = []
+    for row, name in enumerate(df["solution_file"], start=1):
+        if not (isinstance(name, str) and name):
+            continue
+        target = path.parent / name
+        if not target.resolve().is_relative_to(root):  # a table is data: it points inside its folder
+            raise InputError(
+                str(path), f"row {row}, column solution_file", f"points outside the table's folder: {name!r}"
+            )
+        out.append(target)
+    return out
 
 
 def solution_paths(paths: Iterable[Path]) -> list[Path]:

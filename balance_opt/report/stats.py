@@ -124,7 +124,8 @@ def with_derived(df: pd.DataFrame) -> pd.DataFrame:
     out["ratio"] = np.where(out["optimum"] > 0, served / out["optimum"], np.nan)
     out["ratio_p2"] = np.where(out["p2_opt"] > 0, served / out["p2_opt"], np.nan)
     out["infeasible"] = (~out["feasible"].fillna(False).astype(bool)) & (out["status"] != Status.ERROR)
-    out["infeasible"] |= out["error"].fillna("").astype(str).str.contains("infeasible")
+    errors = out["error"].astype(object).where(out["error"].notna(), "")  # an all-empty column is float
+    out["infeasible"] |= errors.astype(str).str.contains("infeasible")
     return out
 
 
