@@ -134,7 +134,10 @@ def grid_problem(grid: Any) -> tuple[int | None, str] | None:
 
 def _all_hold(values: Any, rule: Rule) -> bool:
     """Whether every value (a Python sequence) is a number of the rule's kind that holds it."""
-    arr = np.asarray(values)
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError, OverflowError):  # ragged (a list among the numbers): not all hold
+        return False
     kinds = "i" if rule.integer else "if"  # bools, strings and None make another kind
     return arr.dtype.kind in kinds and bool(np.all(np.isfinite(arr) & rule.ok(arr)))
 

@@ -177,3 +177,13 @@ def test_a_fifo_named_as_a_results_table_is_refused(tmp_path: Path, capsys: Any)
     code, _, err = run(capsys, "report", tmp_path / "results.csv", "--out", tmp_path / "rep")
     assert code == 2
     assert "results.csv: is not a regular file" in err
+
+
+def test_a_grid_holding_a_list_is_a_named_error(tmp_path: Path, capsys: Any) -> None:
+    doc = json.loads(TINY.read_text())
+    doc["server"]["z_grid"][0] = []  # found by tests/test_fuzz.py: numpy refused the ragged grid
+    path = tmp_path / "ragged.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "validate", path)
+    assert code == 2
+    assert "ragged.json: server.z_grid[0]: must be a number in [0, 1], got []" in err
