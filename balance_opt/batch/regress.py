@@ -24,12 +24,19 @@ from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
 from balance_opt.status import Status
 
-HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "balance-plus")
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.
 EXHAUSTIVE_MAX_K = 14
 EXACT_TIME_LIMIT_S = 120.0
 REFERENCE = "reference.csv"
 BASE_COLUMNS = ("instance", "sha256", "K", "exact_solver", "optimum")
+
+
+def _library_heuristics() -> tuple[str, ...]:
+    # imported here: listing the heuristics imports every solver class, and the command line
+    # imports this module to build its parser
+    from balance_opt.library.reference import library_heuristics
+
+    return library_heuristics()
 
 
 @dataclass
@@ -40,7 +47,7 @@ class Check:
     notes: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # the new reference rows
     solves: int = 0
-    heuristics: tuple[str, ...] = HEURISTICS
+    heuristics: tuple[str, ...] = field(default_factory=_library_heuristics)
 
 
 def read_reference(path: Path) -> dict[str, dict[str, str]]:
@@ -92,9 +99,14 @@ def check(
     *,
     jobs: int | None = None,
     time_limit_s: float = EXACT_TIME_LIMIT_S,
-    heuristics: Sequence[str] = HEURISTICS,
+    heuristics: Sequence[str] | None = None,
 ) -> Check:
-    """Re-solve ``folder``'s instances and compare with its ``reference.csv``."""
+    """Re-solve ``folder``'s instances and compare with its ``reference.csv``.
+
+    ``heuristics``: those to check, by default the library's
+    (:func:`~balance_opt.library.reference.library_heuristics`).
+    """
+    heuristics = _library_heuristics() if heuristics is None else heuristics
     folder = Path(folder)
     reference = read_reference(folder / REFERENCE)
     files = collect_instance_paths([folder])

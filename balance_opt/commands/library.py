@@ -92,8 +92,18 @@ def _add_rebuild(lib: Any) -> None:
 
 
 def _add_verify(lib: Any) -> None:
-    v = lib.add_parser("verify", help="re-check every stored reference schedule (evaluator only)")
-    v.add_argument("paths", nargs="+", type=Path, metavar="ROOT_OR_SET")
+    v = lib.add_parser(
+        "verify",
+        help="re-check every stored reference schedule (evaluator only)",
+        description="Re-check each set's reference.csv against its files with the evaluator alone "
+        "(no solver runs; what CI does): every instance file has a row and its recorded sha256, every "
+        "stored schedule is feasible and serves best_known, best_known <= bound <= K, an optimal row "
+        "has a valid proof and an open row none, and no heuristic beats the bound. Exit status 1 when "
+        "a row breaks one of these.",
+    )
+    v.add_argument(
+        "paths", nargs="+", type=Path, metavar="ROOT_OR_SET", help="a library folder or one set folder"
+    )
     v.set_defaults(func=handle_verify)
 
 

@@ -23,10 +23,25 @@ from typing import Any
 
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write, read_bytes
-from balance_opt.solvers import solver_names
+from balance_opt.solvers import heuristic_names, solver_names, solver_target
 from balance_opt.status import Status
 
-HEURISTICS = ("balance", "ad-only", "sd-only", "ecra", "ema", "ecrma", "balance-plus")
+
+def library_heuristics() -> tuple[str, ...]:
+    """The heuristics run beside every solve of a set (and by ``balance-opt regress``), in registry order.
+
+    Every built-in of :func:`~balance_opt.solvers.heuristic_names` but ``balance-literal``
+    (``balance`` by its literal reference implementation, kept for cross-checks and timing).
+    A plug-in's heuristic is left out: the list names columns of the reference tables.
+    """
+    return tuple(
+        name
+        for name in heuristic_names()
+        if name != "balance-literal" and (solver_target(name) or "").startswith("balance_opt.")
+    )
+
+
+HEURISTICS = library_heuristics()
 LEDGER = "attempts.csv"
 REFERENCE = "reference.csv"
 SOLUTIONS = "solutions"
