@@ -57,7 +57,7 @@ class Ranks:
 
     ``rank(mode, users)`` is the most users of ``users`` one mode can serve alone at z.
     With ``limit`` (seconds, a latency budget excluding download), every user's own
-    limit ``T_k (1 + 1e-9) - down_k`` is replaced by ``limit``: the optimum over the
+    limit ``T_k (1 + REL_TOL) - down_k`` is replaced by ``limit``: the optimum over the
     sets whose latency is at most ``limit``.
     """
 
@@ -135,7 +135,7 @@ def deadline_pair_bound(
     """An upper bound on the most users any P1 schedule serves at z.
 
     Split the schedules by the users a and s with the tightest latency limits
-    ``r = T (1 + 1e-9) - down`` in AD and in SD. Then the AD users lie in
+    ``r = T (1 + REL_TOL) - down`` in AD and in SD. Then the AD users lie in
     ``PA = {k : r_k >= r_a}`` and finish within ``r_a``, the SD users in
     ``PS = {k : r_k >= r_s}`` within ``r_s``. With ``I = PA & PS`` and the two exclusive
     parts ``XA``, ``XS``:

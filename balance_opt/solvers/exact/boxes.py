@@ -2,7 +2,7 @@
 
 Fix z in (0, 1) and consider the schedules whose AD and SD sets are both non-empty. Each
 is described by its *thresholds*: the tightest latency limit of its AD users ``DA``
-(``r_k = T_k (1 + 1e-9) - down_k``, (20)), its padded input ``L1`` (5), the tightest SD
+(``r_k = T_k (1 + REL_TOL) - down_k``, (20)), its padded input ``L1`` (5), the tightest SD
 limit ``DS``, the SD padded input ``L3`` and padded acceptance ``L4`` (9). A *box* gives
 each threshold a range of the values the users take; the boxes of a split partition
 the schedules.

@@ -12,8 +12,8 @@ length) is valid too, and it makes the big-M of each candidate row small:
 ``M_j = sum_k (coefficient with padding to LI_j - own coefficient)``.
 
 Units: time rows in microseconds, memory rows in megabytes (1e6 B), token counts as is.
-The right-hand sides carry the model's relative tolerance (docs/model.md section 6) (``T (1 + 1e-9)``), so the
-model's feasible set is exactly the evaluator's.
+The right-hand sides carry the model's relative tolerance (docs/model.md section 6,
+``tolerated(T) = T (1 + REL_TOL)``), so the model's feasible set is exactly the evaluator's.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class BackendResult:
 
 
 def time_rhs_us(inst: Instance, users: list[int]) -> FloatArray:
-    """Per-user latency limit ``T (1 + 1e-9) - down`` in microseconds (20), (21c)."""
+    """Per-user latency limit ``T (1 + REL_TOL) - down`` in microseconds (20), (21c)."""
     idx = np.asarray(users, dtype=np.int64)
     return (tolerated(inst.deadline_s[idx]) - inst.download_s[idx]) * US_PER_S
 
