@@ -12,6 +12,7 @@ sums of these numbers against budgets and two implementations must agree bit for
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -23,10 +24,25 @@ from balance_opt.instance import FloatArray, Instance, LanguageModel
 
 # --- modes and the tolerance (sections 2 and 6) ---------------------------------------
 
-# A user's mode in a schedule; the solution file names them (MODE_NAMES by code).
-NONE, AD, SD = 0, 1, 2
-MODE_NAMES = ("none", "ad", "sd")
-MODE_CODES = {name: code for code, name in enumerate(MODE_NAMES)}
+
+class Mode(enum.IntEnum):
+    """A user's mode in a schedule: its code (in a schedule's array) and its key (in files)."""
+
+    NONE = 0
+    AD = 1
+    SD = 2
+
+    @property
+    def key(self) -> str:
+        """The mode's name in the solution file and in per-mode tables: ``"none"``, ``"ad"``, ``"sd"``."""
+        return self.name.lower()
+
+
+# The codes as plain ints: they fill and compare numpy arrays in the solvers' inner loops
+# and show as numbers in messages. The solution file names them (MODE_NAMES by code).
+NONE, AD, SD = (int(m) for m in Mode)
+MODE_NAMES = tuple(m.key for m in Mode)
+MODE_CODES = {m.key: int(m) for m in Mode}
 
 # Relative tolerance of every feasibility comparison: t <= T (1 + REL_TOL), memory <= Q (1 + REL_TOL).
 REL_TOL = 1e-9

@@ -28,11 +28,9 @@ from numpy.typing import ArrayLike
 
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
-    AD,
     BOUND_TOL,
     MODE_CODES,
-    MODE_NAMES,
-    SD,
+    Mode,
     ad_user_memory,
     has_compute,
     latency_limits,
@@ -43,7 +41,7 @@ from balance_opt.solvers.common.warm_start import balance_fast
 
 MEMORY_STEP = 2e6  # bytes: precision of the least-memory estimates
 
-AD_MODE, SD_MODE = MODE_NAMES[AD], MODE_NAMES[SD]  # ranks and caps are keyed by the mode's name
+AD_MODE, SD_MODE = Mode.AD.key, Mode.SD.key  # ranks and caps are keyed by the mode's name
 
 
 def relaxed_copy(inst: Instance) -> Instance:
