@@ -64,7 +64,7 @@ def test_statistics_match_hand_computations() -> None:
     assert s.loc["ad-only", "below_half_p2"] == 6
     thr = [(k - seed) // 3 / k for k in (10, 20, 30) for seed in (1, 2)]
     assert s.loc["ad-only", "throughput_mean"] == pytest.approx(np.mean(thr))
-    lo, hi = textbook_share_ci(thr, [10, 10, 20, 20, 30, 30])
+    lo, hi = textbook_share_ci(thr)
     assert (s.loc["ad-only", "throughput_ci_low"], s.loc["ad-only", "throughput_ci_high"]) == pytest.approx(
         (lo, hi)
     )
@@ -75,12 +75,15 @@ def test_statistics_match_hand_computations() -> None:
     assert (ratios["ad-only"] == 1.0).all()
 
 
-def textbook_share_ci(shares: list[float], users: list[int]) -> tuple[float, float]:
-    """Wilson's score interval at Korn and Graubard's effective sample size, written out."""
+def textbook_share_ci(shares: list[float]) -> tuple[float, float]:
+    """Wilson's score interval at Korn and Graubard's effective sample size, written out;
+    none (nan) without a spread."""
     n = len(shares)
+    if n < 2 or len(set(shares)) == 1:
+        return math.nan, math.nan
     p = sum(shares) / n
     se2 = sum((x - p) ** 2 for x in shares) / (n - 1) / n
-    n_eff = sum(users) if len(set(shares)) == 1 else p * (1 - p) / se2
+    n_eff = p * (1 - p) / se2
     z = 1.959963984540054
     n_star = n_eff * (z / stats.t_quantile_975(n - 1)) ** 2
     center = p + z**2 / (2 * n_star)
@@ -94,12 +97,14 @@ def textbook_share_ci(shares: list[float], users: list[int]) -> tuple[float, flo
 def test_share_ci_against_the_textbook_formula(rows: list[tuple[int, int]]) -> None:
     """Shares served / K: the interval is the written-out formula's, within [0, 1], around the mean."""
     shares = [min(s, k) / k for s, k in rows]
-    users = [k for _, k in rows]
-    m, lo, hi = stats.share_ci(shares, users)
+    m, lo, hi = stats.share_ci(shares)
     assert m == pytest.approx(sum(shares) / len(shares), abs=1e-12)
-    want = textbook_share_ci(shares, users)
-    assert (min(lo, m), max(hi, m)) == pytest.approx((min(want[0], m), max(want[1], m)), abs=1e-9)
-    assert 0.0 <= lo <= m <= hi <= 1.0
+    want = textbook_share_ci(shares)
+    if len(set(shares)) == 1:  # no spread: no interval is claimed
+        assert [math.isnan(v) for v in (lo, hi, *want)] == [True] * 4
+    else:
+        assert (min(lo, m), max(hi, m)) == pytest.approx((min(want[0], m), max(want[1], m)), abs=1e-9)
+        assert 0.0 <= lo <= m <= hi <= 1.0
 
 
 def test_a_share_interval_respects_the_unit_range() -> None:
@@ -109,18 +114,19 @@ def test_a_share_interval_respects_the_unit_range() -> None:
     mean = sum(shares) / n
     half = stats.t_quantile_975(n - 1) * float(np.std(shares, ddof=1)) / math.sqrt(n)
     assert mean + half > 1.0  # what the report printed before
-    m, lo, hi = stats.share_ci(shares, [30] * n)
+    m, lo, hi = stats.share_ci(shares)
     assert lo < m < hi <= 1.0
     # away from 0 and 1, with many instances, it is the Student-t interval
     mid = [0.4, 0.5, 0.6, 0.45, 0.55] * 8
-    m, lo, hi = stats.share_ci(mid, [1000] * len(mid))
+    m, lo, hi = stats.share_ci(mid)
     half = stats.t_quantile_975(len(mid) - 1) * float(np.std(mid, ddof=1)) / math.sqrt(len(mid))
     assert (lo, hi) == pytest.approx((m - half, m + half), abs=2e-3)
-    assert math.isnan(stats.share_ci([0.5], [10])[1])
-    # no spread: as certain as the users served, not more (a Student-t interval collapses to a point)
-    m, lo, hi = stats.share_ci([0.1] * 3, [30] * 3)
-    assert (lo, hi) == pytest.approx(textbook_share_ci([0.1] * 3, [30] * 3))
-    assert lo < 0.1 < hi
+    assert math.isnan(stats.share_ci([0.5])[1])
+    # no spread observed (every seed alike): no interval is claimed
+    m, lo, hi = stats.share_ci([0.1] * 3)
+    assert m == pytest.approx(0.1)
+    assert math.isnan(lo)
+    assert math.isnan(hi)
 
 
 def test_t_quantiles_continue_the_table() -> None:

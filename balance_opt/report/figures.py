@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 
@@ -154,17 +155,42 @@ def plot_performance_profile(df: pd.DataFrame, ax: Any = None) -> Any:
 
 
 def plot_gap_histogram(df: pd.DataFrame, ax: Any = None) -> Any:
-    """Relative gap to the proved optimum, one histogram per non-exact configuration."""
+    """Absolute gap to the proved optimum in users, bars on the whole numbers, one series
+    per configuration that does not prove optimality."""
     ax = _axes(ax)
-    d = stats.with_derived(df).dropna(subset=["gap_rel"])
+    d = stats.with_derived(df).dropna(subset=["gap_abs"])
     d = d[d["status"] != Status.OPTIMAL]
-    bins = np.linspace(0.0, max(0.05, float(d["gap_rel"].max()) if len(d) else 0.05), 21)
-    groups = [(c, g["gap_rel"].to_numpy()) for c, g in d.groupby("config", sort=True)]
+    top = int(d["gap_abs"].max()) if len(d) else 1
+    bins = np.arange(-0.5, max(top, 1) + 1.5)  # edges halfway between whole numbers
+    groups = [(c, g["gap_abs"].to_numpy()) for c, g in d.groupby("config", sort=True)]
     if groups:
         ax.hist([g for _, g in groups], bins=bins, label=[c for c, _ in groups])
         legend(ax)
-    ax.set_xlabel("relative gap to the proved optimum ((opt - served) / opt)")
-    ax.set_ylabel("instances")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_xlabel("gap to the proved optimum (users: opt - served)")
+    ax.set_ylabel("solves")
+    return ax
+
+
+def plot_gap_profile(df: pd.DataFrame, ax: Any = None) -> Any:
+    """Share of instances where each configuration is at most g users short of the best answer."""
+    ax = _axes(ax)
+    gaps, configs = stats.gap_profile(df)
+    finite = gaps.to_numpy()[np.isfinite(gaps.to_numpy())]
+    top = max(1.0, float(finite.max()) + 1.0) if finite.size else 1.0
+    for i, config in enumerate(configs):
+        g = np.sort(gaps[config].to_numpy())
+        g = g[np.isfinite(g)]
+        xs = np.concatenate([[0.0], g, [top]])
+        ys = np.concatenate([[0.0], np.arange(1, len(g) + 1), [len(g)]]) / max(len(gaps), 1)
+        style = _style(i, len(configs)) | {"marker": None}
+        ax.step(xs, ys, where="post", label=config, **style)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_xlabel("g (users short of the best known answer)")
+    ax.set_ylabel("share of instances within g")
+    ax.set_ylim(-0.02, 1.02)
+    legend(ax)
     return ax
 
 

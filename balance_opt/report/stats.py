@@ -6,12 +6,12 @@ Conventions, stated once and repeated in every report:
 - normalized throughput = served / K per row; ``error`` and killed rows serve 0
 - a share (normalized throughput) is a mean over the rows (seeds) of a group with a 95%
   Wilson score interval at the effective sample size ``n* = p(1 - p) / v * (z / t)^2``
-  (``v`` the squared standard error of the mean, ``t`` Student's quantile; where the
-  shares do not vary, the group's users stand in for ``p(1 - p) / v``), after Korn and
-  Graubard (1998): it stays within [0, 1], and away from 0 and 1 it is the Student-t
-  interval
-- an instance's proved optimum = ``served`` of any ``optimal`` row with its sha256;
-  P2's optimum = any row's ``p2_optimum`` for that sha256
+  (``v`` the squared standard error of the mean, ``t`` Student's quantile), after Korn
+  and Graubard (1998): it stays within [0, 1], and away from 0 and 1 it is the Student-t
+  interval; no interval from fewer than 2 distinct values (no spread observed)
+- an instance's proved optimum = ``served`` of any ``optimal`` row with its sha256, else
+  the ``library_optimum`` column (the benchmark library's proved optimum, when the table
+  has one); P2's optimum = any row's ``p2_optimum`` for that sha256
 - an instance's best bound = the smallest ``bound`` any row proved (MILP rows stopped by
   their time limit still prove one); the bound gap is ``(best_bound - served) / best_bound``
 - shifted geometric mean runtime ``exp(mean(log(t + s))) - s`` with shift ``s = 1 ms``
@@ -64,27 +64,25 @@ def wilson(p: float, n: float, z: float = Z975) -> tuple[float, float]:
     return max(0.0, center - half), min(1.0, center + half)
 
 
-def share_ci(shares: Any, users: Any) -> tuple[float, float, float]:
+def share_ci(shares: Any) -> tuple[float, float, float]:
     """Mean of per-row shares in [0, 1] and its 95% interval, within [0, 1] (module docstring).
 
-    ``users`` (per row) stand in for the effective sample size when the shares do not
-    vary: rows that all serve every user are as certain as that many users served, not
-    infinitely so. ``nan`` bounds for fewer than two rows.
+    ``nan`` bounds for fewer than two distinct shares: an interval needs an observed
+    spread, so one seed, or rows all alike, claim none.
     """
     x = np.asarray(shares, dtype=float)
-    k = np.asarray(users, dtype=float)
     keep = ~np.isnan(x)
-    x, k = x[keep], k[keep]
+    x = x[keep]
     if len(x) == 0:
         return math.nan, math.nan, math.nan
     # math.fsum, not numpy's reductions: the same bits on every CPU
     n = len(x)
     p = math.fsum(x.tolist()) / n
-    if n < 2:
+    # no spread, tested exactly (the mean's rounding would leave a tiny variance)
+    if n < 2 or x.max() == x.min():
         return p, math.nan, math.nan
     se2 = math.fsum(((x - p) ** 2).tolist()) / (n - 1) / n  # the squared standard error of the mean
-    # no spread, tested exactly (the mean's rounding leaves a tiny variance): the users stand in
-    n_eff = math.fsum(k.tolist()) if x.max() == x.min() else p * (1.0 - p) / se2
+    n_eff = p * (1.0 - p) / se2
     ratio = Z975 / t_quantile_975(n - 1)
     n_star = n_eff * ratio * ratio
     if n_star <= 0.0:  # p(1 - p) = 0 with a spread cannot happen; guard the division anyway
@@ -111,6 +109,8 @@ def with_derived(df: pd.DataFrame) -> pd.DataFrame:
     optimal = out[out["status"] == Status.OPTIMAL]
     opt = optimal.groupby("instance_sha256")["served"].max()
     out["optimum"] = out["instance_sha256"].map(opt).astype(float)
+    if "library_optimum" in out:  # the library's proved optimum of a library instance
+        out["optimum"] = out["optimum"].fillna(pd.to_numeric(out["library_optimum"], errors="coerce"))
     p2 = out.dropna(subset=["p2_optimum"]).groupby("instance_sha256")["p2_optimum"].max()
     out["p2_opt"] = out["instance_sha256"].map(p2).astype(float)
     bounds = out.dropna(subset=["bound"]).groupby("instance_sha256")["bound"].min()
@@ -134,7 +134,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     d = with_derived(df)
     rows = []
     for config, g in d.groupby("config", sort=True):
-        m, lo, hi = share_ci(g["throughput"], g["K"])
+        m, lo, hi = share_ci(g["throughput"])
         known = g.dropna(subset=["optimum"])
         known_p2 = g.dropna(subset=["p2_opt"])
         timed = g[g["status"] != Status.ERROR]["runtime_s"]
@@ -195,7 +195,7 @@ def sweep_table(df: pd.DataFrame, param: str) -> pd.DataFrame:
     d = d.assign(value=pd.to_numeric(d[param]))
     rows = []
     for (config, value), g in d.groupby(["config", "value"], sort=True):
-        m, lo, hi = share_ci(g["throughput"], g["K"])
+        m, lo, hi = share_ci(g["throughput"])
         rows.append(
             {"config": config, param: value, "n": len(g), "throughput_mean": m, "ci_low": lo, "ci_high": hi}
         )
@@ -213,3 +213,21 @@ def performance_profile(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     best = wide.replace(np.inf, np.nan).min(axis=1).clip(lower=1e-9)
     ratios = wide.div(best, axis=0).replace(np.nan, np.inf)
     return ratios, list(wide.columns)
+
+
+def gap_profile(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Users short of the best known answer: one row per instance, one column per configuration.
+
+    The best known answer is the proved optimum where there is one, else the most any row
+    served feasibly. A row that is not ``optimal`` or ``feasible`` is infinitely short.
+    Only instances every configuration ran are kept (as in :func:`performance_profile`).
+    """
+    d = with_derived(df)
+    solved = d["status"].isin(SOLVED)
+    d = d.assign(answer=np.where(solved, d["served"].astype(float), -np.inf))
+    wide = d.pivot_table(index="instance_sha256", columns="config", values="answer", aggfunc="max").dropna()
+    best = wide.max(axis=1)
+    optimum = d.groupby("instance_sha256")["optimum"].max().reindex(wide.index)
+    best = optimum.fillna(best).clip(lower=best)
+    gaps = wide.rsub(best, axis=0).replace(np.nan, np.inf)
+    return gaps, list(wide.columns)
