@@ -103,6 +103,17 @@ def _fig1_plot(table: pd.DataFrame, stem: Path) -> None:
     figures.save(fig, stem)
 
 
+# What reports/paper-reproduction-fig1a/ found: the paper's constants are not one profile.
+GAINS_CAVEAT = (
+    "Caveat: the paper's constants cannot be matched by one hardware profile. Under the model, "
+    "gains as large as the paper's Figs. 4-5 need per-pass costs 2-4 times the datasheet's, where "
+    "AD takes 20-40 s for 1000 tokens, while the paper's Fig. 1(a) shows at most 7 s; the profile "
+    "fitted to Fig. 1(a) gives gains no closer to the paper's than the datasheet's "
+    "(reports/paper-reproduction-fig1a/README.md). Read the paper's column as its claim, not as a "
+    "target the model can meet."
+)
+
+
 def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[str], dict[str, Any]]:
     from balance_opt.batch.experiments import PAPER_FIG6, average_gains, fig6_numbers
 
@@ -141,7 +152,7 @@ def _comparison(exp: Experiment, sweep: Sweep, df: pd.DataFrame) -> tuple[list[s
     )
     note = (
         f"Average gain: at each {sweep.label} value, mean normalized throughput of BALANCE over the "
-        "baseline's, minus 1, averaged over the sweep's values."
+        "baseline's, minus 1, averaged over the sweep's values.\n\n" + GAINS_CAVEAT
     )
     return ["## Beside the paper", "", markdown_table(table), "", note, ""], {
         "gains": gains,
@@ -217,6 +228,8 @@ def write_overview(out: Path, results: Mapping[str, Mapping[str, Any]], st: Sett
         "Instances with a proved optimum (every gap column compares with these): " + ", ".join(proved) + ".",
         "",
         markdown_table(table),
+        "",
+        GAINS_CAVEAT,
         "",
         f"Figures: {links}",
         "",
