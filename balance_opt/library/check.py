@@ -29,6 +29,7 @@ from balance_opt.io import (
     read_bytes,
     sha256_bytes,
 )
+from balance_opt.library.aliases import GENERATED_NAME, generated_sha256
 from balance_opt.library.reference import read_reference
 from balance_opt.library.verify import set_folders
 
@@ -60,10 +61,26 @@ class Library:
                 self.by_sha[row["sha256"]] = entry
                 self.by_name.setdefault(row["instance"], entry)
 
+    def generated_alias(self, sha: str, name: Any) -> Entry | None:
+        """The entry whose instance ``generate`` writes under its own name with digest ``sha``.
+
+        Only entries of the same K as a generated ``name`` (``fig4-K30-s0001``) are drawn again.
+        """
+        found = GENERATED_NAME.match(name) if isinstance(name, str) else None
+        for entry in self.by_sha.values():
+            if found and (entry.row["K"] != found["users"] or not entry.stem.endswith(f"-s{found['seed']}")):
+                continue
+            if generated_sha256(entry.folder / f"{entry.stem}.json", entry.stem) == sha:
+                return entry
+        return None
+
     def match(self, doc: Mapping[str, Any], source: str) -> Entry:
         sha, name = doc.get("instance_sha256"), doc.get("instance")
         if sha is not None and sha in self.by_sha:
             return self.by_sha[sha]
+        alias = None if sha is None else self.generated_alias(sha, name)
+        if alias is not None:
+            return alias
         if sha is not None:
             if name in self.by_name:
                 e = self.by_name[name]
