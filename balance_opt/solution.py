@@ -27,7 +27,7 @@ from balance_opt.files import FORMAT_VERSION, Checker, check_header, parse_json,
 from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
 from balance_opt.instance import show_value as _show
 from balance_opt.model import MODE_CODES
-from balance_opt.status import Status, Termination
+from balance_opt.status import UNANSWERED, Status, Termination
 
 SOLUTION_SCHEMA = "balance-opt/solution"
 
@@ -204,6 +204,16 @@ class Solution:
         broken = broken_rule(self.claims(), self.error, strict=True)
         if broken is not None:
             raise ValueError(f"{broken[0]}: {broken[1]}")
+
+    @property
+    def failed(self) -> bool:
+        """No answer of its own (refused, crashed, killed), or one the evaluator rejects."""
+        return self.status == Status.ERROR or self.termination in UNANSWERED
+
+    @property
+    def refused(self) -> bool:
+        """Refused before it started (a bad instance file, a solver that declined)."""
+        return self.termination == Termination.REFUSED
 
     def claims(self) -> Claims:
         """What the document claims (compared with the evaluator by :mod:`balance_opt.claims`)."""

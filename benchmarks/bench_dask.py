@@ -42,9 +42,9 @@ def measure(name: str, executor: Any, inst: Path, out: Path, workers: int) -> di
     outcome = run_batch([inst], [make_config("ad-only")], out, executor=executor, progress=False)
     wall = time.perf_counter() - start
     n = len(outcome.solutions)
-    if outcome.solved != n or any(d["status"] != "feasible" for d in outcome.solutions):
+    if outcome.solved != n or any(s.status != "feasible" for s in outcome.solutions):
         raise RuntimeError(f"{name}: not every solve came back feasible: {dict(outcome.statuses)}")
-    solving = sum(d["runtime_s"] for d in outcome.solutions)
+    solving = sum(s.runtime_s for s in outcome.solutions)
     return {
         "executor": name,
         "solves": n,

@@ -89,11 +89,11 @@ def test_bad_inputs_become_named_error_rows(tmp_path: Path) -> None:
     doc["users"][0]["deadline_s"] = 10**400  # too large for a float
     (folder / "huge.json").write_text(json.dumps(doc))
     out = run_batch([folder], [make_config("ad-only")], tmp_path / "run", progress=False)
-    rows = {d["instance"]: d for d in out.solutions}
-    assert rows[doc["name"]]["status"] == "feasible"  # a good file is named by its instance
+    rows = {s.instance: s for s in out.solutions}
+    assert rows[doc["name"]].status == "feasible"  # a good file is named by its instance
     for stem in ("deep", "huge"):
-        assert rows[stem]["status"] == "error"
-        assert f"{stem}.json" in rows[stem]["error"]
+        assert rows[stem].status == "error"
+        assert f"{stem}.json" in (rows[stem].error or "")
 
 
 def test_stats_json_cannot_hold_become_an_error_row(tmp_path: Path) -> None:
@@ -106,12 +106,13 @@ def test_stats_json_cannot_hold_become_an_error_row(tmp_path: Path) -> None:
     finally:
         unregister("test-nan-stats")
         unregister("test-object-stats")
-    ok, nan, bad = sorted(out.solutions, key=lambda d: str(d["solver"]))
-    assert ok["status"] == nan["status"] == "feasible"
+    ok, nan, bad = sorted(out.solutions, key=lambda s: s.solver)
+    assert ok.status == nan.status == "feasible"
     # numpy numbers become Python numbers, NaN its name: the schedule is the answer, not the stats
-    assert nan["stats"] == {"gap": "nan", "n": 3}
-    assert bad["status"] == "error"
-    assert "cannot be written as JSON" in bad["error"]
+    assert nan.stats == {"gap": "nan", "n": 3}
+    assert bad.status == "error"
+    assert bad.solver == "test-object-stats"
+    assert "cannot be written as JSON" in (bad.error or "")
     assert len(list((tmp_path / "run" / "solutions").glob("*.json"))) == 3
 
 

@@ -142,7 +142,7 @@ def test_real_cluster_batch_survives_a_killed_worker(tmp_path: Path) -> None:
             # A grace that covers a fresh child's imports on a loaded machine, so that the
             # sleeper has written its pid before it is killed.
             executor=DaskExecutor(client, grace_s=4.0, say=said.append),
-            on_solution=lambda doc: seen.update([(doc["instance"], doc["run"]["config"])]),
+            on_solution=lambda sol: seen.update([(sol.instance, sol.run.config if sol.run else None)]),
         )
         killer.join(timeout=5)
     # the client said that the worker left and that the solves it held (running or assigned to
@@ -366,15 +366,15 @@ def test_an_answer_lost_in_transit_is_solved_again_or_a_lost_scheduler(tmp_path:
         ]
         * MAX_REFETCHES
     )
-    assert "OSError: Connection reset by peer" in ex._answer(reset, task, refetches)["error"]  # type: ignore[index]
+    assert "OSError: Connection reset by peer" in (ex._answer(reset, task, refetches).error or "")  # type: ignore[union-attr]
     with pytest.raises(SchedulerLost):
         ex._answer(_Future("cancelled", RuntimeError("cancelled")), task, refetches)
-    doc = ex._answer(
+    sol = ex._answer(
         _Future("error", RuntimeError("KilledWorker: the task killed 4 workers")), task, refetches
     )
-    assert doc is not None
-    assert doc["status"] == "error"
-    assert "dask task failed: RuntimeError: KilledWorker" in doc["error"]
+    assert sol is not None
+    assert sol.status == "error"
+    assert "dask task failed: RuntimeError: KilledWorker" in (sol.error or "")
     client.status = "connecting"  # the scheduler is gone: nothing is solved again or written
     with pytest.raises(SchedulerLost):
         ex._answer(_Future("finished", OSError("Connection reset by peer")), task, Counter())

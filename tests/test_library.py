@@ -6,7 +6,6 @@ import csv
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from balance_opt.library.reference import (
 from balance_opt.library.refs import RefsOutcome, build_references
 from balance_opt.library.sets import SETS, LibrarySet, Part, instance_bytes_of, write_set
 from balance_opt.library.verify import verify_library, verify_set
+from balance_opt.solution import Solution
 
 LIBRARY = Path(__file__).parent.parent / "instances" / "paper"
 SHA = "0" * 64
@@ -112,7 +112,7 @@ def test_errors_and_other_instance_bytes_prove_nothing() -> None:
 class InProcess:
     """Runs each solve in the test process: no worker start-up per configuration."""
 
-    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, dict[str, Any]], None]) -> None:
+    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, Solution], None]) -> None:
         for task in tasks:
             on_done(task, solve_task(task))
 

@@ -296,7 +296,7 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
     df = table(tmp_path / "run")
     assert sorted(df["status"]) == ["error", "error", "feasible", "feasible"]
     local = run_batch([inst], [make_config("ad-only")], tmp_path / "local")
-    assert list(df.loc[df["config"] == "ad-only", "served"]) == [d["served"] for d in local.solutions]
+    assert list(df.loc[df["config"] == "ad-only", "served"]) == [s.served for s in local.solutions]
 
 
 def test_dask_missing_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -362,8 +362,11 @@ def test_work_counters_are_taken_or_summed_over_parts() -> None:
 def test_failed_solves_exit_0_unless_fail_on_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from dataclasses import replace
+
     from balance_opt import cli
-    from balance_opt.commands.solve import failed
+    from balance_opt.solution import Solution
+    from balance_opt.status import Status, Termination
 
     inst = make_instances(tmp_path / "inst", 2, users=2)
     args = [
@@ -381,10 +384,13 @@ def test_failed_solves_exit_0_unless_fail_on_error(
     assert "2 of 4 solves failed" in capsys.readouterr().err
     ok = ["solve", str(inst), "--solver", "ad-only", "--out", str(tmp_path / "ok"), "--fail-on-error"]
     assert cli.main(ok) == 0
-    killed = {"status": "time_limit", "termination": "killed", "stats": {"killed": "killed after 9 s"}}
-    assert failed(killed)
-    assert not failed({"status": "time_limit", "termination": "time_limit"})  # stopped itself, with its best
-    assert failed({"status": "error", "termination": "optimal"})  # a claim the evaluator rejects
+    base = Solution.not_started("i", "0" * 64, "ad-only", {}, "boom")
+    killed = replace(base, status=Status.TIME_LIMIT, termination=Termination.KILLED, error=None,
+                     stats={"killed": "killed after 9 s"})  # fmt: skip
+    assert killed.failed
+    stopped = replace(base, status=Status.TIME_LIMIT, termination=Termination.TIME_LIMIT, error=None)
+    assert not stopped.failed  # stopped itself, with its best
+    assert replace(base, termination=Termination.OPTIMAL).failed  # a claim the evaluator rejects
     with pytest.raises(SystemExit):
         cli.main(["solve", "--help"])
     assert "Exit status: 0 when every pair has its row" in " ".join(capsys.readouterr().out.split())
@@ -402,7 +408,7 @@ def test_nan_in_an_instance_names_its_json_path(tmp_path: Path, capsys: pytest.C
     err = capsys.readouterr().err
     assert f"{inst / 'bad.json'}: users[1].deadline_s: NaN is not valid JSON" in err
     out = run_batch([inst], [make_config("ad-only")], tmp_path / "run")
-    rows = {d["instance"]: d for d in out.solutions}
-    assert rows["bad"]["status"] == "error"
-    assert "users[1].deadline_s: NaN is not valid JSON" in rows["bad"]["error"]
-    assert rows[path.stem]["status"] == "feasible"
+    rows = {s.instance: s for s in out.solutions}
+    assert rows["bad"].status == "error"
+    assert "users[1].deadline_s: NaN is not valid JSON" in (rows["bad"].error or "")
+    assert rows[path.stem].status == "feasible"

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from balance_opt.batch.configs import make_config
-from balance_opt.batch.task import Task, bad_instance_doc, make_task, run_record
+from balance_opt.batch.task import Task, bad_instance_solution, make_task, run_record
 from balance_opt.claims import Claims
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule
@@ -208,7 +208,8 @@ def test_an_unreadable_instance_has_every_field_of_a_crash() -> None:
     data = instance_bytes(inst)
     cfg = make_config("ad-only", time_limit_s=2.0, seed=4)
     task = make_task(cfg, data, "i.json", sha256_bytes(data), "i", key=(2, 5))
-    bad = bad_instance_doc(task, "i.json: name: is required but missing")
+    sol = bad_instance_solution(task, "i.json: name: is required but missing")
+    bad = sol.to_dict()
     crash = unsolved_result(inst, "ad-only", task.options(), 0.1, Termination.CRASHED, "boom")
     assert list(bad) == list(crash.solution(inst, task.sha256, run_record(task, inst)).to_dict())
     assert bad["options"] == recorded_options(cfg.options, 4, 2.0) == {"seed": 4, "time_limit_s": 2.0}
@@ -220,7 +221,8 @@ def test_an_unreadable_instance_has_every_field_of_a_crash() -> None:
     assert again.pair == "i / ad-only"
     with pytest.raises(AttributeError):
         task.key = (0, 0)  # type: ignore[misc]
-    assert Solution.from_dict(bad).summary() == (
+    assert Solution.from_dict(bad) == sol
+    assert sol.summary() == (
         "i ad-only: error served=0 z=0 feasible=false 0.000s (i.json: name: is required but missing)"
     )
 

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from balance_opt.batch.pool import DEFAULT_GRACE_S, LocalPool
-from balance_opt.batch.task import Task, failed_doc
+from balance_opt.batch.task import Task, failed_solution
+from balance_opt.solution import Solution
 from balance_opt.status import Termination
 
 INSTALL_HINT = 'dask is not installed; install it with: pip install "balance-opt[dask]"'
@@ -107,7 +108,7 @@ def _distributed() -> Any:
     return distributed
 
 
-def solve_on_worker(task: Task, grace_s: float) -> dict[str, Any]:
+def solve_on_worker(task: Task, grace_s: float) -> Solution:
     """Runs on a dask worker: the solve in this thread's child process, killed past its deadline."""
     pool = getattr(_local, "pool", None)
     if pool is None:
@@ -117,8 +118,8 @@ def solve_on_worker(task: Task, grace_s: float) -> dict[str, Any]:
         mp.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
         pool = _local.pool = LocalPool(jobs=1, grace_s=grace_s, keep_workers=True)
     pool.grace_s = grace_s
-    out: list[dict[str, Any]] = []
-    pool.run([task], lambda _task, doc: out.append(doc))
+    out: list[Solution] = []
+    pool.run([task], lambda _task, sol: out.append(sol))
     return out[0]
 
 
@@ -190,7 +191,7 @@ class DaskExecutor:
             ) from None
         return watch
 
-    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, dict[str, Any]], None]) -> None:
+    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, Solution], None]) -> None:
         distributed = _distributed()
         pending = list(reversed(tasks))
         running: dict[Any, Task] = {}
@@ -212,11 +213,11 @@ class DaskExecutor:
             for fut in done:
                 task = running.pop(fut)
                 watch.track(fut.key, False)
-                doc = self._answer(fut, task, refetches)
-                if doc is None:
+                sol = self._answer(fut, task, refetches)
+                if sol is None:
                     pending.append(task)  # its answer was lost in transit: solve it again, next
                 else:
-                    on_done(task, doc)
+                    on_done(task, sol)
                 submit()
         finally:
             # Best effort: a client without its scheduler cannot cancel, and must not mask why.
@@ -226,7 +227,7 @@ class DaskExecutor:
                 with contextlib.suppress(Exception):
                     self.client.cancel(list(running))
 
-    def _answer(self, fut: Any, task: Task, refetches: Counter[int]) -> dict[str, Any] | None:
+    def _answer(self, fut: Any, task: Task, refetches: Counter[int]) -> Solution | None:
         """The task's solution; None when it must be solved again.
 
         ``solve_on_worker`` never raises, so a task in state ``error`` is one that dask
@@ -239,7 +240,7 @@ class DaskExecutor:
         if fut.status == "cancelled":
             raise lost
         try:
-            doc: dict[str, Any] = fut.result()
+            sol: Solution = fut.result()
         except Exception as exc:
             if self.client.status != "running":
                 raise lost from None
@@ -250,8 +251,8 @@ class DaskExecutor:
                     f"the answer of {task.pair} was lost before it was fetched ({why}); solving it again"
                 )
                 return None
-            return failed_doc(task, Termination.CRASHED, f"dask task failed: {why}", 0.0)
-        return doc
+            return failed_solution(task, Termination.CRASHED, f"dask task failed: {why}", 0.0)
+        return sol
 
 
 def _one_line(exc: BaseException) -> str:

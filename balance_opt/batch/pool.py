@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from balance_opt.batch.task import Task, failed_doc
+from balance_opt.batch.task import Task, failed_solution
+from balance_opt.solution import Solution
 from balance_opt.status import Termination
 
-Done = Callable[[Task, dict[str, Any]], None]
+Done = Callable[[Task, Solution], None]
 
 # Overrunning solves are killed at time_limit * OVERRUN_FACTOR + grace.
 OVERRUN_FACTOR = 1.1
@@ -209,18 +210,18 @@ class LocalPool:
         task, elapsed = s.task, time.monotonic() - s.started
         if s.conn.poll():
             try:
-                doc = s.conn.recv()
+                sol = s.conn.recv()
             except (EOFError, OSError):
-                doc = None
-            if doc is not None:
+                sol = None
+            if sol is not None:
                 s.task = None
-                on_done(task, doc)
+                on_done(task, sol)
                 return False
         if not s.proc.is_alive() or s.conn.closed:
             s.proc.join(timeout=1)
             msg = f"worker process died ({_exit_text(s.proc.exitcode)}) while solving"
             s.task = None
-            on_done(task, failed_doc(task, Termination.CRASHED, msg, elapsed))
+            on_done(task, failed_solution(task, Termination.CRASHED, msg, elapsed))
             return True
         deadline = kill_deadline(task, self.grace_s)
         if deadline is not None and elapsed > deadline:
@@ -229,6 +230,6 @@ class LocalPool:
             limit = task.config.time_limit_s
             msg = f"killed after {elapsed:.2f} s, past its {limit:g} s time limit"
             s.task = None
-            on_done(task, failed_doc(task, Termination.KILLED, msg, elapsed))
+            on_done(task, failed_solution(task, Termination.KILLED, msg, elapsed))
             return True
         return False

@@ -22,6 +22,7 @@ from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.batch.runner import collect_instance_paths, read_instance_file, run_batch
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
+from balance_opt.solution import Solution
 from balance_opt.status import Status
 
 # Exhaustive search proves small optima fastest; the MILP takes over above this K.
@@ -78,12 +79,13 @@ def default_exact(users: int) -> str:
 
 def _solve_all(
     files: list[Path], exact_of: dict[str, str], heuristics: Sequence[str], jobs: int, time_limit_s: float
-) -> dict[tuple[str, str], dict[str, Any]]:
+) -> dict[tuple[str, str], Solution]:
     """``{(stem, config): solution}`` for the proving solver of each file and every heuristic."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], Solution] = {}
 
-    def keep(doc: dict[str, Any]) -> None:
-        out[doc["run"]["stem"], doc["run"]["config"]] = doc
+    def keep(sol: Solution) -> None:
+        assert sol.run is not None  # the batch records its run in every solution
+        out[sol.run.stem, sol.run.config] = sol
 
     for exact in sorted(set(exact_of.values())):
         group = [p for p in files if exact_of[p.stem] == exact]
@@ -124,15 +126,15 @@ def check(
         for p in files
     }
     workers = jobs or min(2, os.cpu_count() or 1)
-    docs = _solve_all(files, exact_of, heuristics, workers, time_limit_s)
-    result.solves = len(docs)
+    sols = _solve_all(files, exact_of, heuristics, workers, time_limit_s)
+    result.solves = len(sols)
     for p in files:
         ref = reference.get(p.stem)
         if ref is None:
             result.notes.append(f"{p.stem}: not in {REFERENCE} yet (--update records it)")
         elif ref["sha256"] != infos[p.stem].sha256:
             result.problems.append(f"{p.stem}: instance file changed since the reference was recorded")
-        row = _compare(p.stem, ref, docs, exact_of[p.stem], result)
+        row = _compare(p.stem, ref, sols, exact_of[p.stem], result)
         row.update(instance=p.stem, sha256=infos[p.stem].sha256, K=users[p.stem])
         result.rows.append(row)
     return result
@@ -145,34 +147,34 @@ def _users(data: bytes) -> int:
 
 
 def _compare(
-    stem: str, ref: dict[str, str] | None, docs: dict[tuple[str, str], dict[str, Any]], exact: str, out: Check
+    stem: str, ref: dict[str, str] | None, sols: dict[tuple[str, str], Solution], exact: str, out: Check
 ) -> dict[str, Any]:
     """Problems of one instance; returns its new reference row."""
     row: dict[str, Any] = {"exact_solver": exact}
-    ex = docs[stem, "exact"]
-    optimum = ex["served"] if ex["status"] == Status.OPTIMAL and ex["feasible"] else None
+    ex = sols[stem, "exact"]
+    optimum = ex.served if ex.status == Status.OPTIMAL and ex.feasible else None
     row["optimum"] = optimum
     if optimum is None:
-        why = f" ({ex['error']})" if ex.get("error") else ""
-        out.problems.append(f"{stem}: {exact} proved no optimum (status {ex['status']}){why}")
+        why = f" ({ex.error})" if ex.error else ""
+        out.problems.append(f"{stem}: {exact} proved no optimum (status {ex.status}){why}")
     elif ref is not None and int(ref["optimum"]) != optimum:
         out.problems.append(f"{stem}: optimum changed from {ref['optimum']} to {optimum} ({exact})")
     for h in out.heuristics:
-        doc = docs[stem, h]
-        row[h] = doc["served"]
-        if doc["status"] == Status.ERROR or not doc["feasible"]:
-            why = doc.get("error") or "the evaluator rejects the schedule"
+        sol = sols[stem, h]
+        row[h] = sol.served
+        if sol.status == Status.ERROR or not sol.feasible:
+            why = sol.error or "the evaluator rejects the schedule"
             out.problems.append(f"{stem}: {h} gives no feasible schedule: {why}")
             continue
-        if optimum is not None and doc["served"] > optimum:
-            out.problems.append(f"{stem}: {h} serves {doc['served']}, above the proved optimum {optimum}")
+        if optimum is not None and sol.served > optimum:
+            out.problems.append(f"{stem}: {h} serves {sol.served}, above the proved optimum {optimum}")
         if ref is None or ref.get(h) in (None, ""):
             continue
         was = int(ref[h])
-        if doc["served"] < was:
-            out.problems.append(f"{stem}: {h} serves {doc['served']}, fewer than the reference {was}")
-        elif doc["served"] > was:
-            out.notes.append(f"{stem}: {h} serves {doc['served']}, more than the reference {was}")
+        if sol.served < was:
+            out.problems.append(f"{stem}: {h} serves {sol.served}, fewer than the reference {was}")
+        elif sol.served > was:
+            out.notes.append(f"{stem}: {h} serves {sol.served}, more than the reference {was}")
     return row
 
 

@@ -20,24 +20,17 @@ from balance_opt.batch.configs import SolverConfig
 from balance_opt.batch.folder import folder_error, hold_run_folder
 from balance_opt.batch.progress import Progress
 from balance_opt.batch.table import TableWriter
-from balance_opt.batch.task import Task, bad_instance_doc, failed_doc, make_task
+from balance_opt.batch.task import Task, bad_instance_solution, make_task, solution_text
 from balance_opt.errors import InputError, UsageError
-from balance_opt.io import (
-    atomic_write,
-    dumps,
-    instance_from_dict,
-    parse_json,
-    read_bytes,
-    sha256_bytes,
-)
+from balance_opt.io import atomic_write, instance_from_dict, parse_json, read_bytes, sha256_bytes
 from balance_opt.solution import Solution, recorded_options
-from balance_opt.status import UNANSWERED, Status, Termination
+from balance_opt.status import Status
 
 
 class Executor(Protocol):
     """Runs tasks and calls ``on_done(task, solution)`` in the calling process, once per task."""
 
-    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, dict[str, Any]], None]) -> None: ...
+    def run(self, tasks: Sequence[Task], on_done: Callable[[Task, Solution], None]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -144,7 +137,7 @@ def _why_changed(sol: Solution | None, reason: str, inst: InstanceFile, config: 
 
 def _finished(
     path: Path, inst: InstanceFile, config: SolverConfig, retry_errors: bool
-) -> tuple[dict[str, Any] | None, str | None]:
+) -> tuple[Solution | None, str | None]:
     """``(solution, None)`` when the pair's file holds one balance-opt wrote for this exact
     instance and configuration; ``(None, why)`` when the file holds something else (it is
     solved again, and overwritten); ``(None, None)`` when there is no file or the error is
@@ -152,8 +145,7 @@ def _finished(
     if not path.exists():
         return None, None
     try:
-        doc = parse_json(read_bytes(path), str(path))
-        sol: Solution | None = Solution.from_dict(doc, str(path))
+        sol: Solution | None = Solution.read(path)
         reason = ""
     except InputError as exc:
         sol, reason = None, str(exc)
@@ -168,7 +160,7 @@ def _finished(
     ):
         if retry_errors and sol.status == Status.ERROR:
             return None, None
-        return doc, None
+        return sol, None
     return None, _why_changed(sol, reason, inst, config)
 
 
@@ -188,16 +180,11 @@ class ChangedPairs(UsageError):
 class BatchOutcome:
     """What a batch did: every pair's solution (in instance x config order) and counts."""
 
-    solutions: list[dict[str, Any]] = field(default_factory=list)
+    solutions: list[Solution] = field(default_factory=list)
     solved: int = 0
     skipped: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     resolved: list[Resolve] = field(default_factory=list)  # files overwritten, and why
-
-
-def answer_failed(doc: dict[str, Any]) -> bool:
-    """A solve with no answer of its own (refused, crashed, killed) or one the evaluator rejects."""
-    return doc["status"] == Status.ERROR or doc.get("termination") in UNANSWERED
 
 
 class _Recorder:
@@ -208,13 +195,13 @@ class _Recorder:
         files: Sequence[InstanceFile],
         configs: Sequence[SolverConfig],
         out_dir: Path | None,
-        on_solution: Callable[[dict[str, Any]], None] | None,
+        on_solution: Callable[[Solution], None] | None,
         outcome: BatchOutcome,
     ) -> None:
         self.files, self.configs, self.out_dir = files, configs, out_dir
         self.on_solution, self.outcome = on_solution, outcome
         self.table: TableWriter | None = None
-        self.docs: dict[tuple[int, int], dict[str, Any]] = {}
+        self.sols: dict[tuple[int, int], Solution] = {}
         self.bar: Progress | None = None
 
     def plan(self, retry_errors: bool) -> list[Task]:
@@ -235,27 +222,23 @@ class _Recorder:
         legacy = folder / legacy_solution_name(inst.stem, cfg)
         if not path.exists() and legacy != path and legacy.exists():
             done, _ = _finished(legacy, inst, cfg, retry_errors)  # a folder of an earlier version
-            run = None if done is None else done.get("run")
-            if isinstance(run, dict) and run.get("stem") == inst.stem and run.get("config") == cfg.name:
-                self.docs[i, j] = done  # type: ignore[assignment]
+            run = None if done is None else done.run
+            if done is not None and run is not None and run.stem == inst.stem and run.config == cfg.name:
+                self.sols[i, j] = done
                 self.outcome.skipped += 1
                 return True
         done, why = _finished(path, inst, cfg, retry_errors)
         if done is not None:
-            self.docs[i, j] = done
+            self.sols[i, j] = done
             self.outcome.skipped += 1
             return True
         if why is not None:
             self.outcome.resolved.append(Resolve(f"{inst.stem} / {cfg.name}", why))
         return False
 
-    def done(self, task: Task, doc: dict[str, Any]) -> None:
+    def done(self, task: Task, sol: Solution) -> None:
         i, j = task.key
-        try:
-            text = dumps(doc)
-        except (TypeError, ValueError) as exc:  # a plug-in's stats that JSON cannot hold
-            doc = failed_doc(task, Termination.CRASHED, f"its answer cannot be written as JSON: {exc}", 0.0)
-            text = dumps(doc)
+        sol, text = solution_text(task, sol)  # JSON only here, at the file
         if self.out_dir is not None and self.table is not None:
             # the file first: it is the record a rerun trusts; the table is a view of the files
             name = solution_name(self.files[i].stem, self.configs[j])
@@ -264,14 +247,14 @@ class _Recorder:
                 atomic_write(path, text)
             except OSError as exc:
                 raise folder_error(exc, path, "write the solution file") from None
-            self.table.update(name, Solution.from_dict(doc, name))
-        self.docs[i, j] = doc
+            self.table.update(name, sol)
+        self.sols[i, j] = sol
         self.outcome.solved += 1
-        self.outcome.statuses[doc["status"]] += 1
+        self.outcome.statuses[str(sol.status)] += 1
         if self.bar is not None:
-            self.bar.update(answer_failed(doc))
+            self.bar.update(sol.failed)
         if self.on_solution is not None:
-            self.on_solution(doc)
+            self.on_solution(sol)
 
 
 def run_batch(
@@ -282,7 +265,7 @@ def run_batch(
     executor: Executor | None = None,
     jobs: int = 1,
     progress: bool | None = None,
-    on_solution: Callable[[dict[str, Any]], None] | None = None,
+    on_solution: Callable[[Solution], None] | None = None,
     retry_errors: bool = False,
     force: bool = True,
     say: Callable[[str], None] | None = None,
@@ -308,7 +291,7 @@ def run_batch(
         if out_dir is not None:
             rec.table = _table_writer(out_dir)
         _execute(rec, tasks, files, executor, jobs, progress)
-    outcome.solutions = [rec.docs[k] for k in sorted(rec.docs)]
+    outcome.solutions = [rec.sols[k] for k in sorted(rec.sols)]
     return outcome
 
 
@@ -348,7 +331,7 @@ def _execute(
         for task in tasks:
             error = files[task.key[0]].error
             if error is not None:
-                rec.done(task, bad_instance_doc(task, error))
+                rec.done(task, bad_instance_solution(task, error))
             else:
                 runnable.append(task)
         if runnable:

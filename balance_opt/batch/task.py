@@ -1,10 +1,10 @@
 """One unit of batch work: solve one instance with one configuration.
 
 A :class:`Task` is a frozen record that crosses process and machine boundaries (local
-worker pool, dask) by pickling. Its answer is the docs/formats.md solution document, as a
-dict (:meth:`~balance_opt.solution.Solution.to_dict`), with a ``run`` record (configuration,
-instance provenance, host, version): the solution file alone is enough to rebuild its
-results-table row.
+worker pool, dask) by pickling. Its answer is a :class:`~balance_opt.solution.Solution`,
+pickled back the same way (JSON only where the batch process writes its file), with a
+``run`` record (configuration, instance provenance, host, version): the solution file alone
+is enough to rebuild its results-table row.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from balance_opt import __version__
 from balance_opt.batch.configs import SolverConfig
 from balance_opt.errors import InputError, SolveRefused
 from balance_opt.instance import Instance
-from balance_opt.io import instance_from_dict, parse_json
+from balance_opt.io import dumps, instance_from_dict, parse_json
 from balance_opt.result import unsolved_result
 from balance_opt.solution import RunRecord, Solution, recorded_options
 from balance_opt.status import Termination
@@ -92,20 +92,34 @@ def run_record(task: Task, inst: Instance | None) -> RunRecord:
     )
 
 
-def bad_instance_doc(task: Task, message: str) -> dict[str, Any]:
+def bad_instance_solution(task: Task, message: str) -> Solution:
     """An ``error`` solution for an instance file that could not be read (solve refused)."""
     sol = Solution.not_started(task.stem, task.sha256, task.config.solver, task.options(), message)
-    return replace(sol, run=run_record(task, None)).to_dict()
+    return replace(sol, run=run_record(task, None))
 
 
-def failed_doc(task: Task, termination: Termination, message: str, runtime_s: float) -> dict[str, Any]:
+def failed_solution(task: Task, termination: Termination, message: str, runtime_s: float) -> Solution:
     """The solution of a solve that brought no schedule back (refused, crashed or killed)."""
     try:
         inst = load_task_instance(task)
     except InputError as exc:
-        return bad_instance_doc(task, str(exc))
+        return bad_instance_solution(task, str(exc))
     res = unsolved_result(inst, task.config.solver, task.options(), runtime_s, termination, message)
-    return res.solution(inst, task.sha256, run_record(task, inst)).to_dict()
+    return res.solution(inst, task.sha256, run_record(task, inst))
+
+
+def solution_text(task: Task, sol: Solution) -> tuple[Solution, str]:
+    """The solution and its file's text; an answer JSON cannot hold becomes an ``error`` solution.
+
+    A plug-in's stats may hold what no JSON writer takes (an object, a set): the solve's
+    row then names its solver and why, instead of stopping the batch.
+    """
+    try:
+        return sol, dumps(sol.to_dict())
+    except (TypeError, ValueError) as exc:
+        message = f"its answer cannot be written as JSON: {exc}"
+        failed = failed_solution(task, Termination.CRASHED, message, 0.0)
+        return failed, dumps(failed.to_dict())
 
 
 def load_task_instance(task: Task) -> Instance:
@@ -113,13 +127,13 @@ def load_task_instance(task: Task) -> Instance:
     return instance_from_dict(parse_json(task.data, task.source), task.source)
 
 
-def solve_task(task: Task) -> dict[str, Any]:
+def solve_task(task: Task) -> Solution:
     """Run one solve; any exception becomes an ``error`` solution (never raises)."""
     start = time.perf_counter()
     try:
         inst = load_task_instance(task)
     except InputError as exc:
-        return bad_instance_doc(task, str(exc))
+        return bad_instance_solution(task, str(exc))
     cfg = task.config
     try:
         from balance_opt.solvers import get_solver, register
@@ -130,10 +144,10 @@ def solve_task(task: Task) -> dict[str, Any]:
         res = solver.solve(inst, time_limit=cfg.time_limit_s, seed=cfg.seed)
     except SolveRefused as exc:
         # e.g. too large for exhaustive search: a single solve exits with status 2
-        return failed_doc(task, Termination.REFUSED, str(exc), time.perf_counter() - start)
+        return failed_solution(task, Termination.REFUSED, str(exc), time.perf_counter() - start)
     except Exception as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
         message = f"{type(exc).__name__}: {exc}{where}"
-        return failed_doc(task, Termination.CRASHED, message, time.perf_counter() - start)
-    return res.solution(inst, task.sha256, run_record(task, inst)).to_dict()
+        return failed_solution(task, Termination.CRASHED, message, time.perf_counter() - start)
+    return res.solution(inst, task.sha256, run_record(task, inst))

@@ -8,7 +8,6 @@ from typing import Any
 
 from balance_opt.commands._args import jobs, seconds
 from balance_opt.errors import UsageError
-from balance_opt.status import UNANSWERED, Status, Termination
 
 # Exit statuses beside the CLI's 0 / 1 / 2.
 CLUSTER_LOST = 3
@@ -104,16 +103,6 @@ def make_executor(args: argparse.Namespace) -> Any:
     return None
 
 
-def failed(doc: dict[str, Any]) -> bool:
-    """A solve that gave no answer of its own (refused, crashed, killed) or one the evaluator rejects."""
-    return doc["status"] == Status.ERROR or doc.get("termination") in UNANSWERED
-
-
-def refused(doc: dict[str, Any]) -> bool:
-    """A solve refused before it started (bad instance file, solver declined): bad input."""
-    return doc.get("termination") == Termination.REFUSED
-
-
 def handler(args: argparse.Namespace) -> int:
     from balance_opt.batch.configs import resolve_configs
     from balance_opt.batch.runner import collect_instance_paths, read_instance_file
@@ -151,16 +140,15 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
     """Run the batch and report it; the exit status."""
     from balance_opt.batch.runner import run_batch
     from balance_opt.io import dumps
+    from balance_opt.solution import Solution
 
     single = len(paths) == 1 and len(configs) == 1
 
-    def show(doc: dict[str, Any]) -> None:
-        if single and refused(doc):
-            return  # reported below as bad input
+    def show(sol: Solution) -> None:
+        if single and sol.refused:
+            return  # reported below as bad input (a single solve a solver refuses, a bad file)
         if args.out is None and not args.json:
-            from balance_opt.solution import Solution
-
-            print(Solution.from_dict(doc).summary(), flush=True)
+            print(sol.summary(), flush=True)
 
     outcome = run_batch(
         paths,
@@ -174,11 +162,12 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
         force=args.force,
         say=lambda message: print(f"balance-opt solve: {message}", file=sys.stderr, flush=True),
     )
-    if single and refused(outcome.solutions[0]):
+    first = outcome.solutions[0]
+    if single and first.refused:
         # One solve that the solver refused (e.g. exhaustive search on a large K) is bad input.
-        raise UsageError(outcome.solutions[0]["error"])
+        raise UsageError(first.error or "the solve was refused")
     if args.json:
-        sys.stdout.write(dumps(outcome.solutions[0]))
+        sys.stdout.write(dumps(first.to_dict()))
     elif args.out is not None:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.statuses.items())) or "nothing new"
         print(
@@ -186,7 +175,7 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
             f"results in {args.out}/results.parquet",
             file=sys.stderr,
         )
-    bad = sum(map(failed, outcome.solutions))
+    bad = sum(sol.failed for sol in outcome.solutions)
     if args.fail_on_error and bad:
         print(f"balance-opt solve: {bad} of {len(outcome.solutions)} solves failed", file=sys.stderr)
         return FAILED_SOLVES

@@ -23,6 +23,7 @@ from typing import Any
 
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write, read_bytes
+from balance_opt.solution import Solution
 from balance_opt.solvers import heuristic_names, solver_names, solver_target
 from balance_opt.status import Status
 
@@ -145,21 +146,21 @@ def write_ledger(folder: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     _write_csv(folder / LEDGER, LEDGER_COLUMNS, ordered)
 
 
-def ledger_row(doc: Mapping[str, Any], stem: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The ledger row of one solution document produced by the batch runner."""
+def ledger_row(sol: Solution, stem: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger row of one solution produced by the batch runner."""
     return {
         "instance": stem,
-        "sha256": doc["instance_sha256"],
+        "sha256": sol.instance_sha256,
         "config": config["name"],
-        "solver": doc["solver"],
+        "solver": sol.solver,
         "config_hash": config["hash"],
         "time_limit_s": config.get("time_limit_s"),
-        "status": doc["status"],
-        "served": doc["served"],
-        "feasible": bool(doc["feasible"]),
-        "bound": doc["bound"],
-        "runtime_s": f"{float(doc['runtime_s']):.3f}",
-        "error": (doc.get("error") or "")[:200],
+        "status": str(sol.status),
+        "served": sol.served,
+        "feasible": sol.feasible,
+        "bound": sol.bound,
+        "runtime_s": f"{sol.runtime_s:.3f}",
+        "error": (sol.error or "")[:200],
     }
 
 

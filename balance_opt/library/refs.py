@@ -41,6 +41,7 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
+from balance_opt.solution import Solution
 from balance_opt.solvers.milp.options import BEST_KNOWN
 from balance_opt.status import Status
 
@@ -87,44 +88,45 @@ class _Builder:
         row = self.ledger.get((stem, cfg.hash))
         return row is not None and row["sha256"] == self.instances[stem][1]
 
-    def record(self, doc: dict[str, Any], config: SolverConfig | None = None) -> None:
+    def record(self, sol: Solution, config: SolverConfig | None = None) -> None:
         """Ledger row and best schedule of one solve of ``config`` (default: ``self.config``)."""
         from balance_opt.library.reference import ledger_row
 
         config = config or self.config
         assert config is not None
-        stem = doc["run"]["stem"]
+        assert sol.run is not None  # the batch records its run in every solution
+        stem = sol.run.stem
         inst, sha = self.instances[stem]
         cfg = {"name": config.name, "hash": config.hash, "time_limit_s": config.time_limit_s}
-        row = {k: str(v if v is not None else "") for k, v in ledger_row(doc, stem, cfg).items()}
-        row["feasible"] = "true" if doc["feasible"] else "false"
+        row = {k: str(v if v is not None else "") for k, v in ledger_row(sol, stem, cfg).items()}
+        row["feasible"] = "true" if sol.feasible else "false"
         with self._lock:
             self.ledger[stem, config.hash] = row
             write_ledger(self.folder, self.ledger.values())
             self.outcome.solved += 1
-            if doc["status"] != Status.ERROR:
-                self._offer(stem, inst, sha, doc)
-            self._log_refutation(stem, doc)
+            if sol.status != Status.ERROR:
+                self._offer(stem, inst, sha, sol)
+            self._log_refutation(stem, sol)
 
-    def _log_refutation(self, stem: str, doc: dict[str, Any]) -> None:
+    def _log_refutation(self, stem: str, sol: Solution) -> None:
         """One line per refutation: refuted, or which z stayed open with their bounds."""
-        stats = doc.get("stats") or {}
+        stats = sol.stats
         if "cutoff" not in stats:
             return
         open_z = [f"z={z} bound {m['bound']}" for z, m in stats.get("z_models", {}).items() if not m["done"]]
         what = "refuted" if stats.get("refuted") else "open: " + ", ".join(open_z)
-        self.log(f"{stem}: more than {stats['cutoff']} served {what} ({float(doc['runtime_s']):.1f} s)")
+        self.log(f"{stem}: more than {stats['cutoff']} served {what} ({sol.runtime_s:.1f} s)")
 
-    def _offer(self, stem: str, inst: Instance, sha: str, doc: dict[str, Any]) -> None:
-        ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    def _offer(self, stem: str, inst: Instance, sha: str, sol: Solution) -> None:
+        ev = evaluate(inst, Schedule.from_assignment(inst, sol.z, sol.assignment))
         old = self.best[stem]
         if not ev.feasible or (old is not None and ev.served <= old.served):
             return
-        kept = {k: v for k, v in doc.items() if k not in RUN_FIELDS}
-        path = atomic_write(self.folder / SOLUTIONS / f"{stem}.json", dumps(kept))
-        self.best[stem] = Best(ev.served, doc["solver"], f"{SOLUTIONS}/{path.name}")
+        kept = dataclasses.replace(sol, stats={}, run=None)  # the schedule, not the run (RUN_FIELDS)
+        path = atomic_write(self.folder / SOLUTIONS / f"{stem}.json", dumps(kept.to_dict()))
+        self.best[stem] = Best(ev.served, sol.solver, f"{SOLUTIONS}/{path.name}")
         was = "none" if old is None else str(old.served)
-        self.outcome.improved.append(f"{stem}: best known {was} -> {ev.served} ({doc['solver']})")
+        self.outcome.improved.append(f"{stem}: best known {was} -> {ev.served} ({sol.solver})")
 
 
 def heuristic_configs(names: Sequence[str] | None = None) -> list[SolverConfig]:
@@ -200,7 +202,7 @@ def _refute_each(
         p, mine = run
         b.log(f"{p.parent.name}: {cfg.name} refutes more than {mine.options['cutoff']} served on {p.stem}")
         run_batch([p], [mine], executor=executor, jobs=1, progress=False,
-                  on_solution=lambda doc: b.record(doc, mine))  # fmt: skip
+                  on_solution=lambda sol: b.record(sol, mine))  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(refute, run) for run in runs]
