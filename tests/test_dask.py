@@ -347,11 +347,11 @@ def test_an_answer_lost_in_transit_is_solved_again_or_a_lost_scheduler(tmp_path:
     """A finished task whose result cannot be fetched is not a failed solve."""
     from balance_opt.batch.dask_executor import MAX_REFETCHES, SchedulerLost
     from balance_opt.batch.task import make_task
-    from balance_opt.io import read_bytes, sha256_bytes
+    from balance_opt.io import read_bytes, read_instance, sha256_bytes
 
     path = next(make_instances(tmp_path / "inst", 1, users=2).iterdir())
     data = read_bytes(path)
-    task = make_task(make_config("ad-only"), data, str(path), sha256_bytes(data), path.stem)
+    task = make_task(make_config("ad-only"), read_instance(path), str(path), sha256_bytes(data), path.stem)
     client = type("Client", (), {"status": "running", "scheduler": None})()
     said: list[str] = []
     ex = DaskExecutor(client, say=said.append)

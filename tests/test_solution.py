@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from balance_opt.batch.configs import make_config
-from balance_opt.batch.task import Task, bad_instance_solution, make_task, run_record
+from balance_opt.batch.task import Task, bad_instance_solution, load_task_instance, make_task, run_record
 from balance_opt.claims import Claims
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule
@@ -207,7 +207,7 @@ def test_an_unreadable_instance_has_every_field_of_a_crash() -> None:
     inst = generate("fig4", users=3, seed=1)
     data = instance_bytes(inst)
     cfg = make_config("ad-only", time_limit_s=2.0, seed=4)
-    task = make_task(cfg, data, "i.json", sha256_bytes(data), "i", key=(2, 5))
+    task = make_task(cfg, inst, "i.json", sha256_bytes(data), "i", key=(2, 5))
     sol = bad_instance_solution(task, "i.json: name: is required but missing")
     bad = sol.to_dict()
     crash = unsolved_result(inst, "ad-only", task.options(), 0.1, Termination.CRASHED, "boom")
@@ -218,6 +218,11 @@ def test_an_unreadable_instance_has_every_field_of_a_crash() -> None:
     again = pickle.loads(pickle.dumps(task))
     assert again == task
     assert isinstance(again, Task)
+    # the parsed instance travels, not a path; its arrays arrive read-only as they left
+    arrived = load_task_instance(again)
+    assert arrived == inst
+    assert arrived is not inst
+    assert not arrived.input_tokens.flags.writeable
     assert again.pair == "i / ad-only"
     with pytest.raises(AttributeError):
         task.key = (0, 0)  # type: ignore[misc]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt.batch.configs import SolverConfig, make_config
-from balance_opt.batch.runner import collect_instance_paths, read_instance_file, run_batch
+from balance_opt.batch.runner import InstanceFile, collect_instance_paths, read_instance_file, run_batch
 from balance_opt.errors import InputError
 from balance_opt.io import atomic_write
 from balance_opt.solution import Solution
@@ -120,7 +120,7 @@ def check(
         if info.error is not None:
             result.problems.append(f"{stem}: bad instance file: {info.error}")
     files = [p for p in files if infos[p.stem].error is None]
-    users = {p.stem: int(_users(infos[p.stem].data)) for p in files}
+    users = {p.stem: _users(infos[p.stem]) for p in files}
     exact_of = {
         p.stem: reference[p.stem]["exact_solver"] if p.stem in reference else default_exact(users[p.stem])
         for p in files
@@ -140,10 +140,9 @@ def check(
     return result
 
 
-def _users(data: bytes) -> int:
-    import json
-
-    return len(json.loads(data)["users"])
+def _users(info: InstanceFile) -> int:
+    assert info.instance is not None  # bad files were set aside
+    return info.instance.num_users
 
 
 def _compare(

@@ -22,6 +22,7 @@ from balance_opt.batch.progress import Progress
 from balance_opt.batch.table import TableWriter
 from balance_opt.batch.task import Task, bad_instance_solution, make_task, solution_text
 from balance_opt.errors import InputError, UsageError
+from balance_opt.instance import Instance
 from balance_opt.io import atomic_write, instance_from_dict, parse_json, read_bytes, sha256_bytes
 from balance_opt.solution import Solution, recorded_options
 from balance_opt.status import Status
@@ -35,11 +36,12 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class InstanceFile:
-    """An instance file as read by the batch: its bytes, digest and (if bad) the reason."""
+    """An instance file as read by the batch: its digest, the instance parsed once (the
+    tasks carry it to the workers) or, for a bad file, the reason."""
 
     path: Path
-    data: bytes
     sha256: str
+    instance: Instance | None  # None exactly when error is set
     error: str | None
 
     @property
@@ -70,15 +72,15 @@ def collect_instance_paths(paths: Iterable[str | Path]) -> list[Path]:
 def read_instance_file(path: Path) -> InstanceFile:
     """Read and validate; a bad file is kept with its InputError message (it becomes a row)."""
     data = read_bytes(path)
+    inst, error = None, None
     try:
-        instance_from_dict(parse_json(data, str(path)), str(path))
-        error = None
+        inst = instance_from_dict(parse_json(data, str(path)), str(path))
     except InputError as exc:
         error = str(exc)
     except (RecursionError, ArithmeticError, TypeError, ValueError) as exc:
         # e.g. nesting deeper than the JSON parser recurses, a number too large for a float
         error = f"{path}: is not an instance file: {type(exc).__name__}: {exc}"
-    return InstanceFile(path, data, sha256_bytes(data), error)
+    return InstanceFile(path, sha256_bytes(data), inst, error)
 
 
 SEPARATOR = "__"
@@ -211,7 +213,9 @@ class _Recorder:
             for j, cfg in enumerate(self.configs):
                 if self.out_dir is not None and self._done_before(i, j, retry_errors):
                     continue
-                tasks.append(make_task(cfg, inst.data, str(inst.path), inst.sha256, inst.stem, key=(i, j)))
+                tasks.append(
+                    make_task(cfg, inst.instance, str(inst.path), inst.sha256, inst.stem, key=(i, j))
+                )
         return tasks
 
     def _done_before(self, i: int, j: int, retry_errors: bool) -> bool:

@@ -1,10 +1,13 @@
 """One unit of batch work: solve one instance with one configuration.
 
 A :class:`Task` is a frozen record that crosses process and machine boundaries (local
-worker pool, dask) by pickling. Its answer is a :class:`~balance_opt.solution.Solution`,
-pickled back the same way (JSON only where the batch process writes its file), with a
-``run`` record (configuration, instance provenance, host, version): the solution file alone
-is enough to rebuild its results-table row.
+worker pool, dask) by pickling. It carries the instance the batch process parsed (and its
+file's digest), never a path: a dask worker on another machine has no such file, and
+unpickling an instance costs a fraction of parsing and checking its JSON again. Its answer
+is a :class:`~balance_opt.solution.Solution`, pickled back the same way (JSON only where
+the batch process writes its file), with a ``run`` record (configuration, instance
+provenance, host, version): the solution file alone is enough to rebuild its
+results-table row.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from balance_opt import __version__
 from balance_opt.batch.configs import SolverConfig
 from balance_opt.errors import InputError, SolveRefused
 from balance_opt.instance import Instance
-from balance_opt.io import dumps, instance_from_dict, parse_json
+from balance_opt.io import dumps
 from balance_opt.result import unsolved_result
 from balance_opt.solution import RunRecord, Solution, recorded_options
 from balance_opt.status import Termination
@@ -30,12 +35,12 @@ from balance_opt.status import Termination
 
 @dataclass(frozen=True)
 class Task:
-    """What a worker needs: the instance's bytes, not its path (workers may be remote)."""
+    """What a worker needs: the parsed instance, not its path (workers may be remote)."""
 
     config: SolverConfig
-    data: bytes  # the instance file's bytes
+    instance: Instance | None  # parsed once, by the batch process; None: its file is bad
     source: str  # its path, for messages and the run record
-    sha256: str
+    sha256: str  # of the file's bytes
     stem: str
     # The registry entry of the solver in the parent, so a solver registered at run time
     # (a plug-in, a test double) resolves the same way in a fresh worker.
@@ -53,12 +58,17 @@ class Task:
 
 
 def make_task(
-    config: SolverConfig, data: bytes, source: str, sha256: str, stem: str, key: tuple[int, int] = (0, 0)
+    config: SolverConfig,
+    instance: Instance | None,
+    source: str,
+    sha256: str,
+    stem: str,
+    key: tuple[int, int] = (0, 0),
 ) -> Task:
     """The task of one pair, with the solver's registry entry of this process."""
     from balance_opt.solvers import solver_target
 
-    return Task(config, data, source, sha256, stem, solver_target(config.solver), key)
+    return Task(config, instance, source, sha256, stem, solver_target(config.solver), key)
 
 
 @functools.cache
@@ -123,8 +133,18 @@ def solution_text(task: Task, sol: Solution) -> tuple[Solution, str]:
 
 
 def load_task_instance(task: Task) -> Instance:
-    """Parse and validate the task's instance (InputError when the file is bad)."""
-    return instance_from_dict(parse_json(task.data, task.source), task.source)
+    """The task's instance, its arrays read-only again (InputError when its file is bad).
+
+    Pickling keeps an array's values but not its read-only flag: without it here, a solver
+    in a worker could write into the instance that a solver in the batch process cannot.
+    """
+    inst = task.instance
+    if inst is None:
+        raise InputError(task.source, "", "is not a valid instance file")
+    for value in vars(inst).values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return inst
 
 
 def solve_task(task: Task) -> Solution:
