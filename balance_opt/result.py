@@ -22,7 +22,7 @@ import numpy as np
 from balance_opt.claims import Claims, mismatches
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.solution import RunRecord, Solution, broken_rule, summary_line
+from balance_opt.solution import RunRecord, Solution, Work, broken_rule, summary_line
 from balance_opt.status import Status, Termination, Verdict, reported_status
 
 # Why a solver may say it stopped (the batch adds the others for solves that end without one).
@@ -74,6 +74,11 @@ class Result:
     def feasible(self) -> bool:
         """The evaluator's verdict on the schedule."""
         return self.evaluation.feasible
+
+    @property
+    def work(self) -> Work:
+        """The work counters and P2 optimum of ``stats``, typed (as its solution holds them)."""
+        return Work.of(self.stats)
 
     @property
     def verdict(self) -> Verdict:

@@ -159,6 +159,52 @@ class RunRecord:
         return cls(**names, **optional)
 
 
+# Work counters a solver may report in its stats (docs/formats.md), each a column of the table.
+WORK_COUNTERS = ("nodes", "lp_iterations", "deterministic_time")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def work_counter(stats: Mapping[str, Any], key: str) -> float | None:
+    """A work counter: top-level, or summed over per-part records (``{"z_models": {z: {...}}}``).
+
+    Proving solvers that split P1 into one model per z report nodes per model; the row
+    carries their total.
+    """
+    if _number(stats.get(key)):
+        return float(stats[key])
+    parts = [
+        part[key]
+        for group in stats.values()
+        if isinstance(group, Mapping)
+        for part in group.values()
+        if isinstance(part, Mapping) and _number(part.get(key))
+    ]
+    return float(sum(parts)) if parts else None
+
+
+@dataclass(frozen=True)
+class Work:
+    """A solve's work counters and P2 optimum, read once from its ``stats`` (None: not reported).
+
+    The file keeps ``stats`` as the solver gave it; this is the typed view of the keys that
+    have their own columns in the results table.
+    """
+
+    nodes: float | None = None
+    lp_iterations: float | None = None
+    deterministic_time: float | None = None
+    p2_optimum: int | float | None = None
+
+    @classmethod
+    def of(cls, stats: Mapping[str, Any]) -> Work:
+        p2 = stats.get("p2_optimum")
+        counters = {key: work_counter(stats, key) for key in WORK_COUNTERS}
+        return cls(**counters, p2_optimum=p2 if _number(p2) else None)
+
+
 _KEYS = {"lam": "lambda"}  # attribute -> field name, where they differ
 _WHEN_GIVEN = ("termination", "error", "stats", "run")  # written only when set (stats: not empty)
 
@@ -193,6 +239,7 @@ class Solution:
     error: str | None = None
     stats: Mapping[str, Any] = field(default_factory=dict)
     run: RunRecord | None = None
+    work: Work = field(init=False, repr=False, compare=False)  # derived from stats, not a field of the file
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise once, here
@@ -201,6 +248,7 @@ class Solution:
             set_(self, "termination", Termination(self.termination))
         for name in ("options", "assignment", "stats"):
             set_(self, name, dict(getattr(self, name)))
+        set_(self, "work", Work.of(self.stats))
         broken = broken_rule(self.claims(), self.error, strict=True)
         if broken is not None:
             raise ValueError(f"{broken[0]}: {broken[1]}")
@@ -233,6 +281,8 @@ class Solution:
         """The document, fields in their fixed order: the one writer of solution files."""
         doc: dict[str, Any] = {"schema": SOLUTION_SCHEMA, "version": FORMAT_VERSION}
         for f in fields(self):
+            if not f.init:
+                continue  # derived (work)
             value = getattr(self, f.name)
             if f.name in _WHEN_GIVEN and (value is None or value == {}):
                 continue
@@ -253,6 +303,8 @@ class Solution:
         values: dict[str, Any] = {}
         for f in fields(cls):
             key = _KEYS.get(f.name, f.name)
+            if not f.init:
+                continue  # derived (work)
             if f.name not in _WHEN_GIVEN:
                 values[f.name] = c.get(doc, key, "")
             elif key in doc:

@@ -350,13 +350,32 @@ def test_shipped_configs_are_valid() -> None:
 
 
 def test_work_counters_are_taken_or_summed_over_parts() -> None:
-    from balance_opt.batch.table import work_counter
+    from balance_opt.solution import work_counter
 
     assert work_counter({"nodes": 7}, "nodes") == 7
     per_z = {"z_models": {"0": {"nodes": 3, "done": True}, "0.5": {"nodes": 4}, "1": {"skipped": True}}}
     assert work_counter(per_z, "nodes") == 7
     assert work_counter(per_z, "lp_iterations") is None
     assert work_counter({"nodes": True}, "nodes") is None
+
+
+def test_a_solution_holds_its_work_counters_typed() -> None:
+    from dataclasses import replace
+
+    from balance_opt.solution import Solution, Work
+
+    base = Solution.not_started("i", "0" * 64, "x", {}, "boom")
+    assert base.work == Work()
+    stats = {"z_models": {"0": {"nodes": 3}, "1": {"nodes": 4}}, "lp_iterations": 9, "p2_optimum": 5}
+    sol = replace(base, stats=stats)
+    assert sol.work == Work(nodes=7.0, lp_iterations=9.0, deterministic_time=None, p2_optimum=5)
+    assert "work" not in sol.to_dict()  # derived: the file keeps stats as the solver gave them
+    assert sol.to_dict()["stats"] == stats
+    assert Solution.from_dict(sol.to_dict()).work == sol.work
+    assert replace(base, stats={"p2_optimum": True}).work.p2_optimum is None
+    inst = generate("fig4", users=3, seed=1)
+    res = solvers.get_solver("exhaustive-p2").solve(inst)
+    assert res.work.p2_optimum == res.stats["p2_optimum"]
 
 
 def test_failed_solves_exit_0_unless_fail_on_error(

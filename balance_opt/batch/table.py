@@ -18,13 +18,12 @@ from balance_opt.batch.table_checks import check_results
 from balance_opt.errors import InputError
 from balance_opt.files import check_regular_file
 from balance_opt.io import atomic_write
-from balance_opt.solution import Solution
+from balance_opt.solution import WORK_COUNTERS, Solution
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# Work counters copied from Result.stats into their own columns, where a solver gives them.
-WORK_COUNTERS = ("nodes", "lp_iterations", "deterministic_time")
+# The columns of a solution's work counters (Solution.work), where its solver gives them.
 STAT_COLUMNS = (*WORK_COUNTERS, "p2_optimum")
 FIRST_COLUMNS = ("instance", "instance_file", "instance_sha256", "K")
 MIDDLE_COLUMNS = (
@@ -32,28 +31,6 @@ MIDDLE_COLUMNS = (
     "runtime_s", "feasible", "error",
 )  # fmt: skip
 LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "commit", "solution_file")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def work_counter(stats: Mapping[str, Any], key: str) -> float | None:
-    """A work counter: top-level, or summed over per-part records (``{"z_models": {z: {...}}}``).
-
-    Proving solvers that split P1 into one model per z report nodes per model; the row
-    carries their total.
-    """
-    if _number(stats.get(key)):
-        return float(stats[key])
-    parts = [
-        part[key]
-        for group in stats.values()
-        if isinstance(group, Mapping)
-        for part in group.values()
-        if isinstance(part, Mapping) and _number(part.get(key))
-    ]
-    return float(sum(parts)) if parts else None
 
 
 def _flat(value: Any) -> Any:
@@ -88,11 +65,13 @@ def solution_row(sol: Solution, solution_file: str = "") -> dict[str, Any]:
         feasible=sol.feasible,
         error=sol.error,
     )
-    stats = sol.stats
-    for key in WORK_COUNTERS:
-        row[key] = work_counter(stats, key)
-    p2 = stats.get("p2_optimum")
-    row["p2_optimum"] = p2 if _number(p2) else None
+    stats, work = sol.stats, sol.work
+    row.update(
+        nodes=work.nodes,
+        lp_iterations=work.lp_iterations,
+        deterministic_time=work.deterministic_time,
+        p2_optimum=work.p2_optimum,
+    )
     row.update(
         stats=json.dumps(stats, sort_keys=True, default=str) if stats else None,
         host=None if run is None else run.host,
