@@ -3,7 +3,8 @@
 Two readers, one per kind of file:
 
 - :func:`check_solution_dict` / :func:`read_solution` accept any solution file, down to
-  the five required fields an outside tool writes; they return the document as a dict.
+  the five required fields an outside tool writes; they return the document as a dict,
+  :class:`SolutionFile` as a record (None where a field is absent).
 - :class:`Solution` is the document balance-opt's solvers and batch write, every field
   typed, in file order. :meth:`Solution.to_dict` is the one writer of solution documents;
   :meth:`Solution.from_dict` reads one back (the file rules first, then the fields
@@ -123,8 +124,51 @@ def _check_optional_claims(c: Checker, doc: Mapping[str, Any]) -> None:
 
 
 def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, Any]:
-    """Read and validate a solution file."""
+    """Read and validate a solution file, as a dict (:meth:`SolutionFile.read` gives the record)."""
     return check_solution_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
+
+
+@dataclass(frozen=True)
+class SolutionFile:
+    """Any solution file, typed: the required fields, and each optional one None where absent.
+
+    The reader of files from elsewhere (``check``, the library's stored schedules), which
+    may hold no more than ``z``, ``assignment`` and the instance's name or digest; a file
+    balance-opt wrote reads whole as a :class:`Solution`.
+    """
+
+    z: float
+    assignment: Mapping[str, str]
+    instance: str | None = None
+    instance_sha256: str | None = None
+    solver: str | None = None
+    status: Status | None = None
+    served: int | None = None
+    bound: int | None = None
+    bound_given: bool = False  # a ``bound`` field is present (null: no bound proved)
+    feasible: bool | None = None
+    error: str | None = None
+
+    def claims(self) -> Claims:
+        """What the file claims; absent fields claim nothing."""
+        return Claims(self.served, self.feasible, self.status, self.bound, self.bound_given)
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "<solution>", inst: Instance | None = None) -> SolutionFile:
+        """Check ``doc`` (:func:`check_solution_dict`, with the instance's user ids if given) and type it."""
+        doc = check_solution_dict(doc, source, inst)
+        claims = Claims.of_document(doc)
+        status = None if claims.status is None else Status(claims.status)
+        optional = {k: doc.get(k) for k in ("instance", "instance_sha256", "solver", "error")}
+        return cls(
+            doc["z"], doc["assignment"], **optional, status=status, served=claims.served,
+            bound=claims.bound, bound_given=claims.bound_given, feasible=claims.feasible,
+        )  # fmt: skip
+
+    @classmethod
+    def read(cls, path: str | Path, inst: Instance | None = None) -> SolutionFile:
+        """Read and check a solution file (InputError when it is not one)."""
+        return cls.from_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
 
 
 # --- the document balance-opt writes ----------------------------------------------------

@@ -26,8 +26,10 @@ from balance_opt.instance import Instance
 from balance_opt.io import instance_bytes
 from balance_opt.result import Result, SolverOutput, make_result, unsolved_result
 from balance_opt.solution import (
+    SOLUTION_SCHEMA,
     RunRecord,
     Solution,
+    SolutionFile,
     broken_rule,
     check_solution_dict,
     recorded_options,
@@ -241,3 +243,22 @@ def test_a_written_solution_reads_back_as_the_same_record(tmp_path: Path) -> Non
     path = atomic_write(tmp_path / "s.json", dumps(sol.to_dict()))
     assert Solution.read(path) == sol
     assert parse_json(read_bytes(path), str(path))["stats"] == {"nodes": 3}
+
+
+def test_a_file_from_elsewhere_reads_as_a_partial_record(tmp_path: Path) -> None:
+    """Only the required fields: every optional one is None, and nothing is claimed."""
+    minimal = {"schema": SOLUTION_SCHEMA, "version": 1, "instance": "i", "z": 1, "assignment": {"u": "ad"}}
+    sol = SolutionFile.from_dict(minimal, "m.json")
+    assert (sol.instance, sol.z, dict(sol.assignment)) == ("i", 1, {"u": "ad"})
+    assert (sol.instance_sha256, sol.solver, sol.status, sol.served, sol.bound) == (None,) * 5
+    assert (sol.feasible, sol.error, sol.bound_given) == (None, None, False)
+    assert sol.claims() == Claims.of_document(minimal) == Claims()
+    full = {**minimal, "solver": "x", "status": "optimal", "served": 1, "bound": 1, "feasible": True}
+    path = tmp_path / "full.json"
+    path.write_text(dumps(full))
+    back = SolutionFile.read(path)
+    assert back.claims() == Claims.of_document(full)
+    assert (back.solver, back.status) == ("x", Status.OPTIMAL)
+    with pytest.raises(InputError) as info:
+        SolutionFile.from_dict({**minimal, "status": "optimal", "served": 1, "bound": 2}, "b.json")
+    assert info.value.source == "b.json"

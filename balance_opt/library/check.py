@@ -16,14 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.claims import Claims, Known, first_violation, mismatches
+from balance_opt.claims import Known, first_violation, mismatches
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.files import check_regular_file
 from balance_opt.instance import Instance
 from balance_opt.io import (
     SOLUTION_SCHEMA,
-    check_solution_dict,
     instance_from_dict,
     parse_json,
     read_bytes,
@@ -32,6 +31,7 @@ from balance_opt.io import (
 from balance_opt.library.aliases import GENERATED_NAME, generated_sha256
 from balance_opt.library.reference import read_reference
 from balance_opt.library.verify import set_folders
+from balance_opt.solution import SolutionFile
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 
@@ -74,8 +74,8 @@ class Library:
                 return entry
         return None
 
-    def match(self, doc: Mapping[str, Any], source: str) -> Entry:
-        sha, name = doc.get("instance_sha256"), doc.get("instance")
+    def match(self, sol: SolutionFile, source: str) -> Entry:
+        sha, name = sol.instance_sha256, sol.instance
         if sha is not None and sha in self.by_sha:
             return self.by_sha[sha]
         alias = None if sha is None else self.generated_alias(sha, name)
@@ -137,20 +137,19 @@ def _library_instance(entry: Entry) -> Instance:
 
 def score(library: Library, doc: Mapping[str, Any], source: str) -> Score:
     """Match, evaluate and compare one solution document (InputError on bad input)."""
-    doc = check_solution_dict(doc, source)
-    entry = library.match(doc, source)
+    entry = library.match(SolutionFile.from_dict(doc, source), source)
     inst = _library_instance(entry)
-    check_solution_dict(doc, source, inst)
-    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    sol = SolutionFile.from_dict(doc, source, inst)  # again, with the instance's user ids
+    ev = evaluate(inst, Schedule.from_assignment(inst, sol.z, sol.assignment))
     best, bound = int(entry.row["best_known"]), int(entry.row["bound"])
     feasible_served = ev.served if ev.feasible else None
     known = Known(best, f"the library's {entry.set}/{entry.stem}")
-    found = mismatches(Claims.of_document(doc), ev, known)
+    found = mismatches(sol.claims(), ev, known)
     return Score(
         solution=source,
         instance=entry.stem,
         set=entry.set,
-        solver=doc.get("solver"),
+        solver=sol.solver,
         feasible=ev.feasible,
         served=ev.served,
         best_known=best,

@@ -41,7 +41,7 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
-from balance_opt.solution import Solution
+from balance_opt.solution import Solution, SolutionFile
 from balance_opt.solvers.milp.options import BEST_KNOWN
 from balance_opt.status import Status
 
@@ -65,12 +65,13 @@ def stored_best(folder: Path, stem: str, inst: Instance, sha256: str) -> Best | 
     if not path.exists():
         return None
     doc = parse_json(read_bytes(path), str(path))
-    if doc.get("instance_sha256") != sha256:
+    if isinstance(doc, dict) and doc.get("instance_sha256") != sha256:
         return None  # the instance changed: the old schedule proves nothing about it
-    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
+    sol = SolutionFile.from_dict(doc, str(path))  # a file that is no solution is named here
+    ev = evaluate(inst, Schedule.from_assignment(inst, sol.z, sol.assignment))
     if not ev.feasible:
         raise InputError(str(path), "assignment", "the stored reference schedule is infeasible")
-    return Best(ev.served, str(doc.get("solver", "")), f"{SOLUTIONS}/{stem}.json")
+    return Best(ev.served, sol.solver or "", f"{SOLUTIONS}/{stem}.json")
 
 
 class _Builder:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from balance_opt.errors import InputError
 from balance_opt.evaluate import Schedule, evaluate
-from balance_opt.io import read_bytes, read_instance, read_solution, sha256_bytes
+from balance_opt.io import read_bytes, read_instance, sha256_bytes
 from balance_opt.library.reference import ALL_SERVED, HEURISTICS, REFERENCE, proving_solvers, read_reference
+from balance_opt.solution import SolutionFile
 
 
 def set_folders(paths: Iterable[Path]) -> list[Path]:
@@ -60,12 +61,12 @@ def _check_row(folder: Path, row: dict[str, str]) -> list[str]:
     if not row["solution"]:
         return problems + ([f"{where}: best_known {best} without a stored schedule"] if best else [])
     try:
-        sol = read_solution(folder / row["solution"], inst)
+        sol = SolutionFile.read(folder / row["solution"], inst)
     except InputError as exc:
         return [*problems, f"{where}: {exc}"]
-    if sol.get("instance_sha256", row["sha256"]) != row["sha256"]:
+    if sol.instance_sha256 not in (None, row["sha256"]):
         problems.append(f"{where}: the stored schedule is for other instance bytes")
-    ev = evaluate(inst, Schedule.from_assignment(inst, sol["z"], sol["assignment"]))
+    ev = evaluate(inst, Schedule.from_assignment(inst, sol.z, sol.assignment))
     if not ev.feasible:
         problems.append(f"{where}: the stored schedule is infeasible: {'; '.join(ev.violations[:2])}")
     elif ev.served != best:
