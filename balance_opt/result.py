@@ -22,8 +22,9 @@ import numpy as np
 from balance_opt.claims import Claims, mismatches
 from balance_opt.evaluate import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.solution import RunRecord, Solution, Work, broken_rule, summary_line
+from balance_opt.solution import RunRecord, Solution, broken_rule, summary_line
 from balance_opt.status import Status, Termination, Verdict, reported_status
+from balance_opt.work import Work
 
 # Why a solver may say it stopped (the batch adds the others for solves that end without one).
 SOLVER_TERMINATIONS = (Termination.OPTIMAL, Termination.COMPLETED, Termination.TIME_LIMIT)
@@ -102,14 +103,7 @@ class Result:
 
     def summary(self) -> str:
         """One line for humans: status, served, bound, z, lambda, verdict, runtime."""
-        fields = {"status": self.status, "served": self.served, "bound": self.bound, "z": self.z}
-        fields |= {
-            "lambda": self.lam,
-            "feasible": self.feasible,
-            "runtime_s": self.runtime_s,
-            "error": self.error,
-        }
-        return summary_line(fields, self.solver)
+        return summary_line(self, self.solver)
 
     def solution(self, inst: Instance, instance_sha256: str, run: RunRecord | None = None) -> Solution:
         """The docs/formats.md solution document of this result, typed."""

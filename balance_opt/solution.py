@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from balance_opt.claims import Claims, contradiction
 from balance_opt.files import FORMAT_VERSION, Checker, check_header, parse_json, read_bytes
@@ -29,6 +29,7 @@ from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
 from balance_opt.instance import show_value as _show
 from balance_opt.model import MODE_CODES
 from balance_opt.status import UNANSWERED, Status, Termination
+from balance_opt.work import Work
 
 SOLUTION_SCHEMA = "balance-opt/solution"
 
@@ -86,7 +87,7 @@ def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | N
         c.value(doc, "lambda", "", Rule("in [0, 1] or null", UNIT.ok))
     assignment = c.obj(doc, "assignment", "")
     for uid, mode in assignment.items():
-        if mode not in MODE_CODES:
+        if not isinstance(mode, str) or mode not in MODE_CODES:  # a list is unhashable
             raise c.fail(f"assignment.{uid}", f'must be "ad", "sd" or "none", got {_show(mode)}')
     if inst is not None:
         missing = [u for u in inst.user_ids if u not in assignment]
@@ -201,52 +202,6 @@ class RunRecord:
         kinds |= dict.fromkeys(("host", "version", "commit"), (str, "a string"))
         optional = {k: c.optional(doc, k, kind, "run.", what) for k, (kind, what) in kinds.items()}
         return cls(**names, **optional)
-
-
-# Work counters a solver may report in its stats (docs/formats.md), each a column of the table.
-WORK_COUNTERS = ("nodes", "lp_iterations", "deterministic_time")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def work_counter(stats: Mapping[str, Any], key: str) -> float | None:
-    """A work counter: top-level, or summed over per-part records (``{"z_models": {z: {...}}}``).
-
-    Proving solvers that split P1 into one model per z report nodes per model; the row
-    carries their total.
-    """
-    if _number(stats.get(key)):
-        return float(stats[key])
-    parts = [
-        part[key]
-        for group in stats.values()
-        if isinstance(group, Mapping)
-        for part in group.values()
-        if isinstance(part, Mapping) and _number(part.get(key))
-    ]
-    return float(sum(parts)) if parts else None
-
-
-@dataclass(frozen=True)
-class Work:
-    """A solve's work counters and P2 optimum, read once from its ``stats`` (None: not reported).
-
-    The file keeps ``stats`` as the solver gave it; this is the typed view of the keys that
-    have their own columns in the results table.
-    """
-
-    nodes: float | None = None
-    lp_iterations: float | None = None
-    deterministic_time: float | None = None
-    p2_optimum: int | float | None = None
-
-    @classmethod
-    def of(cls, stats: Mapping[str, Any]) -> Work:
-        p2 = stats.get("p2_optimum")
-        counters = {key: work_counter(stats, key) for key in WORK_COUNTERS}
-        return cls(**counters, p2_optimum=p2 if _number(p2) else None)
 
 
 _KEYS = {"lam": "lambda"}  # attribute -> field name, where they differ
@@ -371,16 +326,37 @@ class Solution:
         """One human line (``solve`` without ``--out``): instance, configuration, status, served of K."""
         run = self.run
         label = f"{self.instance} {self.solver if run is None else run.config}"
-        return summary_line(self.to_dict(), label, None if run is None else run.users)
+        return summary_line(self, label, None if run is None else run.users)
 
 
-def summary_line(doc: Mapping[str, Any], label: str, users: int | None = None) -> str:
-    """The one-line summary of a solve, from its solution document's fields."""
-    bound = "" if doc.get("bound") is None else f" bound={doc['bound']}"
-    lam = "" if doc.get("lambda") is None else f" lambda={doc['lambda']:g}"
+class Summarised(Protocol):
+    """The fields a one-line summary shows (a :class:`Solution`, a :class:`~balance_opt.result.Result`)."""
+
+    @property
+    def status(self) -> Status: ...
+    @property
+    def served(self) -> int: ...
+    @property
+    def bound(self) -> int | None: ...
+    @property
+    def z(self) -> float: ...
+    @property
+    def lam(self) -> float | None: ...
+    @property
+    def feasible(self) -> bool: ...
+    @property
+    def runtime_s(self) -> float: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+def summary_line(sol: Summarised, label: str, users: int | None = None) -> str:
+    """The one-line summary of a solve: status, served (of K), bound, z, lambda, verdict, runtime."""
+    bound = "" if sol.bound is None else f" bound={sol.bound}"
+    lam = "" if sol.lam is None else f" lambda={sol.lam:g}"
     of = f"/{users}" if users else ""
-    tail = f" ({doc['error']})" if doc.get("error") else ""
+    tail = f" ({sol.error})" if sol.error else ""
     return (
-        f"{label}: {doc['status']} served={doc['served']}{of}{bound} z={doc['z']:g}{lam} "
-        f"feasible={str(doc['feasible']).lower()} {doc['runtime_s']:.3f}s{tail}"
+        f"{label}: {sol.status} served={sol.served}{of}{bound} z={sol.z:g}{lam} "
+        f"feasible={str(sol.feasible).lower()} {sol.runtime_s:.3f}s{tail}"
     )

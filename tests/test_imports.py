@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "profiles",
         "model",
         "files",
+        "work",
         "solution",
         "io",
         "generator",

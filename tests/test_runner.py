@@ -350,7 +350,7 @@ def test_shipped_configs_are_valid() -> None:
 
 
 def test_work_counters_are_taken_or_summed_over_parts() -> None:
-    from balance_opt.solution import work_counter
+    from balance_opt.work import work_counter
 
     assert work_counter({"nodes": 7}, "nodes") == 7
     per_z = {"z_models": {"0": {"nodes": 3, "done": True}, "0.5": {"nodes": 4}, "1": {"skipped": True}}}
@@ -362,7 +362,8 @@ def test_work_counters_are_taken_or_summed_over_parts() -> None:
 def test_a_solution_holds_its_work_counters_typed() -> None:
     from dataclasses import replace
 
-    from balance_opt.solution import Solution, Work
+    from balance_opt.solution import Solution
+    from balance_opt.work import Work
 
     base = Solution.not_started("i", "0" * 64, "x", {}, "boom")
     assert base.work == Work()

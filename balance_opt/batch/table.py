@@ -18,7 +18,8 @@ from balance_opt.batch.table_checks import check_results
 from balance_opt.errors import InputError
 from balance_opt.files import check_regular_file
 from balance_opt.io import atomic_write
-from balance_opt.solution import WORK_COUNTERS, Solution
+from balance_opt.solution import Solution
+from balance_opt.work import WORK_COUNTERS
 
 if TYPE_CHECKING:
     import pandas as pd
