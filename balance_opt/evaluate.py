@@ -185,6 +185,17 @@ class Evaluation:
         }
 
 
+def nobody_z(inst: Instance, grid: Sequence[float]) -> float:
+    """The first z of ``grid`` where serving nobody is feasible: where the weights resident
+    at z fit the memory (13), (14), (21d). A solver that serves nobody answers there; on an
+    instance whose weights fit nowhere on the grid, no schedule is feasible and this is
+    ``grid[0]``."""
+    for z in grid:
+        if evaluate(inst, Schedule.empty(inst.num_users, float(z))).feasible:
+            return float(z)
+    return float(grid[0])
+
+
 def on_grid(value: float, grid: Sequence[float]) -> bool:
     """Is ``value`` one of the grid's values (up to float noise)?"""
     return any(abs(value - g) <= GRID_TOL for g in grid)

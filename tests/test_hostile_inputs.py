@@ -187,3 +187,35 @@ def test_a_grid_holding_a_list_is_a_named_error(tmp_path: Path, capsys: Any) -> 
     code, _, err = run(capsys, "validate", path)
     assert code == 2
     assert "ragged.json: server.z_grid[0]: must be a number in [0, 1], got []" in err
+
+
+@pytest.mark.parametrize(("memory", "answer"), [(1.0, "refused"), (70.0, "optimal at z = 1")])
+def test_memory_below_the_weights_is_answered(tmp_path: Path, capsys: Any, memory: float, answer: str) -> None:
+    """Found by the fuzz suite: exact crashed where the weights fit at no z, or not at the first."""
+    doc = json.loads(TINY.read_text())
+    doc["server"]["memory_bytes"] = memory  # the weights: 64 B of LLM, 16 B of SLM (loaded while z < 1)
+    path = tmp_path / "tight.json"
+    path.write_text(json.dumps(doc))
+    for solver in ("exact", "exhaustive", "balance", "milp-highs"):
+        code, out, err = run(capsys, "solve", path, "--solver", solver, "--json")
+        if answer == "refused":
+            assert code in (0, 2), err
+            assert "internal error" not in err
+            if solver == "exact":
+                assert code == 2
+                assert "no schedule is feasible: the weights need at least 64 B" in err
+        else:
+            assert code == 0, err
+            doc_out = json.loads(out)
+            assert doc_out["feasible"] is True, (solver, doc_out.get("error"))
+            assert doc_out["z"] == 1.0
+
+
+def test_an_assignment_mode_that_is_a_list_is_a_named_error(tmp_path: Path, capsys: Any) -> None:
+    doc = json.loads((FIXTURES / "valid" / "tiny-K2-solution.json").read_text())
+    doc["assignment"]["u0"] = []  # found by the fuzz suite: unhashable in the mode lookup
+    path = tmp_path / "sol.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "evaluate", TINY, path)
+    assert code == 2
+    assert 'sol.json: assignment.u0: must be "ad", "sd" or "none", got []' in err

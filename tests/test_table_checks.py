@@ -45,6 +45,10 @@ def row(**cells: Any) -> dict[str, Any]:
         ({"runtime_s": float("inf")}, "runtime_s", "must be a finite number >= 0"),
         ({"runtime_s": -1.0}, "runtime_s", "must be a finite number >= 0"),
         ({"feasible": "maybe"}, "feasible", "must be true or false"),
+        ({"lp_iterations": 0.5}, "lp_iterations", "must be a whole number >= 0"),  # found by the fuzz suite
+        ({"nodes": "x"}, "nodes", "must be a whole number >= 0"),
+        ({"z": 2.0}, "z", "must be a number in [0, 1]"),
+        ({"deterministic_time": -3.0}, "deterministic_time", "must be a finite number >= 0"),
     ],
 )
 def test_an_impossible_cell_is_named(cells: dict[str, Any], column: str, rule: str) -> None:

@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from balance_opt.claims import Claims, contradiction
 from balance_opt.errors import InputError
 from balance_opt.status import SOLVED, Status
@@ -24,6 +26,10 @@ STATUSES = frozenset(str(s) for s in Status)
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 def _count(value: Any) -> int | None:
@@ -69,9 +75,18 @@ def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
     for column, value in (("served", served), ("bound", bound)):
         if users is not None and value is not None and value > users:
             raise row.fail(column, f"must be at most K = {users}, got {value}")
-    runtime = rec.get("runtime_s")
-    if not _missing(runtime) and not (isinstance(runtime, int | float) and 0 <= float(runtime) < math.inf):
-        raise row.fail("runtime_s", f"must be a finite number >= 0, got {str(runtime)[:40]!r}")
+    for column in ("nodes", "lp_iterations", "p2_optimum"):  # work counters: counts when present
+        row.count(column)
+    for column, top in (
+        ("runtime_s", math.inf),
+        ("deterministic_time", math.inf),
+        ("z", 1.0),
+        ("lambda", 1.0),
+    ):
+        value = rec.get(column)
+        if not _missing(value) and not (_real(value) and math.isfinite(float(value)) and 0 <= value <= top):
+            rule = "a finite number >= 0" if top == math.inf else f"a number in [0, {top:g}]"
+            raise row.fail(column, f"must be {rule}, got {str(value)[:40]!r}")
     feasible = rec.get("feasible")
     if not _missing(feasible) and not isinstance(feasible, bool) and str(feasible) not in ("True", "False"):
         raise row.fail("feasible", f"must be true or false, got {str(feasible)[:40]!r}")

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluate import Schedule, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import (
     AD,
@@ -231,7 +231,8 @@ def _search_all(
 ) -> _Outcome:
     """Search every (z, lambda) pair in order; lambda None means P1 (no memory split)."""
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    z0, lam0 = pairs[0]
+    z0 = nobody_z(inst, [z for z, _ in pairs])  # nobody served: the first z whose weights fit
+    lam0 = next(lam for z, lam in pairs if z == z0)
     out = _Outcome(0, z0, lam0, np.zeros(inst.num_users, dtype=np.int8), 0, True, 0)
     slack = REL_TOL * inst.server.memory_bytes  # the evaluator's tolerance, as bytes of Q
     for idx, (z, lam) in enumerate(pairs):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar
 
+from balance_opt.errors import SolveRefused
 from balance_opt.evaluate import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
@@ -94,13 +95,26 @@ def solve_exact(
 
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
-    grid = inst.server.z_grid
+    grid = _servable(inst)
     incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
     search = BoxSearch(inst, incumbent, deadline, threads, work_limit)
     try:
         return _search(search, inst, start, time_limit, hint, warm_start, improve)
     finally:
         search.close()
+
+
+def _servable(inst: Instance) -> tuple[float, ...]:
+    """The z values where the weights fit, so that serving nobody is feasible (the evaluator
+    decides); SolveRefused when there is none: then no schedule at all is feasible."""
+    grid = tuple(z for z in inst.server.z_grid if evaluate(inst, Schedule.empty(inst.num_users, z)).feasible)
+    if not grid:
+        need = min(inst.weights_at(z) for z in inst.server.z_grid)
+        raise SolveRefused(
+            f"no schedule is feasible: the weights need at least {need:.6g} B at every z of the grid, "
+            f"the server holds {inst.server.memory_bytes:.6g} B"
+        )
+    return grid
 
 
 def _search(
@@ -115,7 +129,7 @@ def _search(
     """The incumbent, the first pass over the z grid, then the box search."""
     from balance_opt.solvers.common.warm_start import balance_fast
 
-    grid = inst.server.z_grid
+    grid = _servable(inst)
     if hint is not None:
         search.offer(hint)
     if warm:  # under a limit, leave most of it to the bounds and the search

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from balance_opt.evaluate import nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import AD, has_compute
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple
@@ -124,7 +125,8 @@ def balance_fast(
     check_grid("lam_grid", lam_grid)
     stats = Counters()
     K = inst.num_users
-    best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())  # nobody served: first pair
+    # nobody served: the first pair whose weights fit (the first pair, unless memory is that tight)
+    best = BalanceOutcome(nobody_z(inst, z_grid), float(lam_grid[0]), (), ())
     if K == 0 or (until is not None and time.perf_counter() > until):
         return BalanceOutcome(best.z, best.lam, (), (), {"implementation": "fast"})
     pairs = _Pairs(inst, z_grid, lam_grid, stats)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from balance_opt.evaluate import nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
 from balance_opt.solvers.heuristic.primitives import (
@@ -134,7 +135,7 @@ def balance_literal(inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[
     """Algorithm 3: z ascending (outer), lambda ascending (inner), strict improvement."""
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)
-    best = BalanceOutcome(float(z_grid[0]), float(lam_grid[0]), (), ())
+    best = BalanceOutcome(nobody_z(inst, z_grid), float(lam_grid[0]), (), ())  # nobody: where weights fit
     ad_tuples = sd_tuples = 0
     for z in z_grid:
         for lam in lam_grid:

@@ -23,7 +23,7 @@ import math
 import time
 import warnings
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluate import Schedule, evaluate, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.milp.formulation import build
@@ -170,7 +170,7 @@ def _first_incumbent(inst: Instance, hint: Schedule | None, heuristic: Heuristic
             if ev.feasible:  # snap z to the grid value the models use
                 z = min(inst.server.z_grid, key=lambda g: abs(g - sched.z))
                 return Incumbent(Schedule(z, sched.modes), ev.served, ev.served, source)
-    return Incumbent(Schedule.empty(inst.num_users, inst.server.z_grid[0]), 0, 0, "empty")
+    return Incumbent(Schedule.empty(inst.num_users, nobody_z(inst, inst.server.z_grid)), 0, 0, "empty")
 
 
 def _solve_z(
