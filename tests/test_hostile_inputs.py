@@ -190,7 +190,9 @@ def test_a_grid_holding_a_list_is_a_named_error(tmp_path: Path, capsys: Any) -> 
 
 
 @pytest.mark.parametrize(("memory", "answer"), [(1.0, "refused"), (70.0, "optimal at z = 1")])
-def test_memory_below_the_weights_is_answered(tmp_path: Path, capsys: Any, memory: float, answer: str) -> None:
+def test_memory_below_the_weights_is_answered(
+    tmp_path: Path, capsys: Any, memory: float, answer: str
+) -> None:
     """Found by the fuzz suite: exact crashed where the weights fit at no z, or not at the first."""
     doc = json.loads(TINY.read_text())
     doc["server"]["memory_bytes"] = memory  # the weights: 64 B of LLM, 16 B of SLM (loaded while z < 1)

@@ -83,7 +83,7 @@ def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
         ("z", 1.0),
         ("lambda", 1.0),
     ):
-        value = rec.get(column)
+        value: Any = rec.get(column)
         if not _missing(value) and not (_real(value) and math.isfinite(float(value)) and 0 <= value <= top):
             rule = "a finite number >= 0" if top == math.inf else f"a number in [0, {top:g}]"
             raise row.fail(column, f"must be {rule}, got {str(value)[:40]!r}")
