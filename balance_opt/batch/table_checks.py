@@ -61,6 +61,22 @@ class _Row:
             raise self.fail(column, f"must be a whole number >= 0, got {str(value)[:40]!r}") from None
 
 
+def _check_numbers(row: _Row) -> None:
+    """Work counters are counts; runtimes and work finite and >= 0; z and lambda in [0, 1]."""
+    for column in ("nodes", "lp_iterations", "p2_optimum"):  # work counters: counts when present
+        row.count(column)
+    for column, top in (
+        ("runtime_s", math.inf),
+        ("deterministic_time", math.inf),
+        ("z", 1.0),
+        ("lambda", 1.0),
+    ):
+        cell: Any = row.record.get(column)
+        if not _missing(cell) and not (_real(cell) and math.isfinite(float(cell)) and 0 <= cell <= top):
+            rule = "a finite number >= 0" if top == math.inf else f"a number in [0, {top:g}]"
+            raise row.fail(column, f"must be {rule}, got {str(cell)[:40]!r}")
+
+
 def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
     """``(K, served, bound, feasible)`` of one row whose cells and claims hold."""
     rec = row.record
@@ -75,18 +91,7 @@ def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
     for column, value in (("served", served), ("bound", bound)):
         if users is not None and value is not None and value > users:
             raise row.fail(column, f"must be at most K = {users}, got {value}")
-    for column in ("nodes", "lp_iterations", "p2_optimum"):  # work counters: counts when present
-        row.count(column)
-    for column, top in (
-        ("runtime_s", math.inf),
-        ("deterministic_time", math.inf),
-        ("z", 1.0),
-        ("lambda", 1.0),
-    ):
-        value: Any = rec.get(column)
-        if not _missing(value) and not (_real(value) and math.isfinite(float(value)) and 0 <= value <= top):
-            rule = "a finite number >= 0" if top == math.inf else f"a number in [0, {top:g}]"
-            raise row.fail(column, f"must be {rule}, got {str(value)[:40]!r}")
+    _check_numbers(row)
     feasible = rec.get("feasible")
     if not _missing(feasible) and not isinstance(feasible, bool) and str(feasible) not in ("True", "False"):
         raise row.fail("feasible", f"must be true or false, got {str(feasible)[:40]!r}")
