@@ -400,6 +400,12 @@ def test_failed_solves_exit_0_unless_fail_on_error(
         str(tmp_path / "run"),
     ]
     assert cli.main(args) == 0  # the failures are rows of a complete table
+    named = [line for line in capsys.readouterr().err.splitlines() if " row: " in line]
+    stems = sorted(p.stem for p in inst.iterdir())
+    boom = "test-raise: RuntimeError: boom from the solver at doubles.py:"
+    want = [f"balance-opt solve: error row: {stem} / {boom}" for stem in stems]
+    assert len(named) == len(want) == 2
+    assert all(line.startswith(w) for line, w in zip(sorted(named), want, strict=True)), named
     assert cli.main([*args, "--fail-on-error"]) == 4  # the rerun reads the error rows back
     assert "2 of 4 solves failed" in capsys.readouterr().err
     ok = ["solve", str(inst), "--solver", "ad-only", "--out", str(tmp_path / "ok"), "--fail-on-error"]
@@ -414,6 +420,28 @@ def test_failed_solves_exit_0_unless_fail_on_error(
     with pytest.raises(SystemExit):
         cli.main(["solve", "--help"])
     assert "Exit status: 0 when every pair has its row" in " ".join(capsys.readouterr().out.split())
+
+
+def test_failed_pairs_are_named_up_to_ten() -> None:
+    from dataclasses import replace
+
+    from balance_opt.commands.solve import failure_lines
+    from balance_opt.solution import Solution
+    from balance_opt.status import Status, Termination
+
+    base = Solution.not_started("i", "0" * 64, "x", {}, "no\nnewline")
+    killed = replace(base, status=Status.TIME_LIMIT, termination=Termination.KILLED, error=None,
+                     stats={"killed": "killed after 9 s"})  # fmt: skip
+    fine = replace(base, status=Status.TIME_LIMIT, termination=Termination.TIME_LIMIT, error=None)
+    assert failure_lines([fine]) == []
+    assert failure_lines([base, fine, killed]) == [
+        "error row: i / x: no newline",
+        "time_limit row: i / x: killed after 9 s",
+    ]
+    many = failure_lines([replace(base, instance=f"i{n}") for n in range(13)])
+    assert many[:2] == ["error row: i0 / x: no newline", "error row: i1 / x: no newline"]
+    assert many[10:] == ["and 3 more"]
+    assert len(many) == 11
 
 
 def test_nan_in_an_instance_names_its_json_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

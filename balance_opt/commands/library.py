@@ -43,7 +43,10 @@ def register(sub: Any) -> None:
 def _add_generate(lib: Any) -> None:
     g = lib.add_parser("generate", help="write the library's instance files and READMEs")
     g.add_argument("root", type=Path, metavar="ROOT", help="library folder, e.g. instances/paper")
-    g.add_argument("--set", action="append", dest="sets", metavar="NAME", help="only this set (repeatable)")
+    g.add_argument(
+        "--set", action="append", dest="sets", metavar="NAME",
+        help="only this set (repeatable; default: not set, every set)",
+    )  # fmt: skip
     g.set_defaults(func=handle_generate)
 
 
@@ -56,26 +59,37 @@ def _add_refs(lib: Any) -> None:
         "SET/reference.csv. A proved bound below an accepted schedule stops with exit status 1.",
     )
     r.add_argument("folder", type=Path, metavar="SET", help="a set folder, e.g. instances/paper/fig6")
-    r.add_argument("--solver", action="append", metavar="NAME", help="a registered solver (repeatable)")
     r.add_argument(
-        "--config", action="append", metavar="FILE", help="a solver configuration file, or a shipped NAME"
-    )
-    r.add_argument("--time-limit", type=seconds, metavar="S", help="per-solve limit of the exact solvers")
-    r.add_argument("--max-k", type=int, metavar="K", help="run the given solvers only where K <= this")
+        "--solver", action="append", metavar="NAME",
+        help="a registered solver (repeatable; default: not set, the heuristics alone)",
+    )  # fmt: skip
+    r.add_argument(
+        "--config", action="append", metavar="FILE",
+        help="a solver configuration file, or a shipped NAME (repeatable; default: not set)",
+    )  # fmt: skip
+    r.add_argument(
+        "--time-limit", type=seconds, metavar="S",
+        help="per-solve limit of the given solvers without one of their own (default: not set, none)",
+    )  # fmt: skip
+    r.add_argument(
+        "--max-k", type=int, metavar="K",
+        help="run the given solvers only where K <= this (default: not set, every K)",
+    )  # fmt: skip
     r.add_argument(
         "--only", action="append", default=[], metavar="PATTERN",
-        help="run the given solvers only on instances whose stem matches (fnmatch, repeatable)",
+        help="run the given solvers only on instances whose stem matches (fnmatch, repeatable; "
+        "default: not set, every instance)",
     )  # fmt: skip
-    r.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (default 1)")
+    r.add_argument("--jobs", type=jobs, default=1, metavar="N", help="parallel solves (default: 1)")
     r.add_argument(
         "--heuristic", action="append", metavar="NAME",
-        help="run only these of the library's heuristics (repeatable; default all of them)",
+        help="run only these of the library's heuristics (repeatable; default: all of them)",
     )  # fmt: skip
     r.add_argument("--no-heuristics", action="store_true", help="run none of the library's heuristics")
     r.add_argument(
         "--journal", type=Path, metavar="DIR",
         help="keep the MILP backends' proofs in DIR, keyed by model: a stopped refutation resumes "
-        "where it stopped (sets BALANCE_OPT_JOURNAL for the solves)",
+        "where it stopped (sets BALANCE_OPT_JOURNAL for the solves; default: not set, no journal)",
     )  # fmt: skip
     r.set_defaults(func=handle_refs)
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from balance_opt.commands._args import jobs, seconds
 from balance_opt.errors import UsageError
 
+if TYPE_CHECKING:
+    from balance_opt.solution import Solution
+
 # Exit statuses beside the CLI's 0 / 1 / 2.
 CLUSTER_LOST = 3
 FAILED_SOLVES = 4
+MAX_LISTED = 10  # failed pairs named on standard error after a batch
 
 
 def register(sub: Any) -> None:
@@ -32,7 +37,12 @@ def register(sub: Any) -> None:
     _add_solvers(p)
     _add_limits(p)
     out = p.add_argument_group("output")
-    out.add_argument("--out", metavar="RUN_DIR", help="run folder for solution files and the results table")
+    out.add_argument(
+        "--out",
+        metavar="RUN_DIR",
+        help="run folder for solution files and the results table (default: not set, one summary "
+        "line per solve on standard output and nothing written)",
+    )
     out.add_argument(
         "--json", action="store_true", help="print the solution document (one instance, one solver)"
     )
@@ -45,13 +55,18 @@ def _add_solvers(p: argparse.ArgumentParser) -> None:
 
     what = p.add_argument_group("solvers")
     what.add_argument(
-        "--solver", action="append", metavar="NAME", help="a registered solver with default options"
+        "--solver",
+        action="append",
+        metavar="NAME",
+        help="a registered solver, its options at their defaults (repeatable; default: not set; give "
+        "at least one --solver or --config)",
     )
     what.add_argument(
         "--config",
         action="append",
         metavar="FILE",
-        help=f"a solver configuration: a TOML file, or the NAME of one shipped in {shown(config_dir)}",
+        help=f"a solver configuration: a TOML file, or the NAME of one shipped in {shown(config_dir)} "
+        "(repeatable; default: not set)",
     )
 
 
@@ -59,7 +74,11 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
     """The options on time limits, parallel solves, executors, reruns and failures."""
     limits = p.add_argument_group("limits and execution")
     limits.add_argument(
-        "--time-limit", type=seconds, metavar="S", help="per-solve limit for configurations without one"
+        "--time-limit",
+        type=seconds,
+        metavar="S",
+        help="per-solve limit for configurations without one (default: not set, no limit but a "
+        "configuration's own)",
     )
     limits.add_argument(
         "--jobs",
@@ -73,7 +92,12 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
         default="local",
         help="local worker processes (default) or a dask.distributed cluster (extra 'dask')",
     )
-    limits.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--executor dask)")
+    limits.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="dask scheduler address, with --executor dask (default: not set, a local dask cluster of "
+        "--jobs workers)",
+    )
     limits.add_argument(
         "--retry-errors", action="store_true", help="solve pairs whose last answer was an error"
     )
@@ -101,6 +125,23 @@ def make_executor(args: argparse.Namespace) -> Any:
     if args.scheduler:
         raise UsageError("--scheduler needs --executor dask")
     return None
+
+
+def failure_lines(solutions: Sequence[Solution]) -> list[str]:
+    """One line per failed pair, its row kind and why (at most ``MAX_LISTED``, then how many more).
+
+    The user sees which instance files and configurations failed without opening the table.
+    """
+    failed = [sol for sol in solutions if sol.failed]
+    lines = []
+    for sol in failed[:MAX_LISTED]:
+        run = sol.run
+        pair = f"{sol.instance} / {sol.solver}" if run is None else f"{run.stem} / {run.config}"
+        why = sol.error or str(sol.stats.get("killed") or sol.termination or "no answer")
+        lines.append(f"{sol.status} row: {pair}: {' '.join(why.split())}")  # one line each
+    if len(failed) > MAX_LISTED:
+        lines.append(f"and {len(failed) - MAX_LISTED} more")
+    return lines
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -140,7 +181,6 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
     """Run the batch and report it; the exit status."""
     from balance_opt.batch.runner import run_batch
     from balance_opt.io import dumps
-    from balance_opt.solution import Solution
 
     single = len(paths) == 1 and len(configs) == 1
 
@@ -175,6 +215,8 @@ def run(args: argparse.Namespace, paths: list[Any], configs: list[Any], executor
             f"results in {args.out}/results.parquet",
             file=sys.stderr,
         )
+    for line in failure_lines(outcome.solutions):
+        print(f"balance-opt solve: {line}", file=sys.stderr)
     bad = sum(sol.failed for sol in outcome.solutions)
     if args.fail_on_error and bad:
         print(f"balance-opt solve: {bad} of {len(outcome.solutions)} solves failed", file=sys.stderr)
