@@ -460,3 +460,19 @@ def test_nan_in_an_instance_names_its_json_path(tmp_path: Path, capsys: pytest.C
     assert rows["bad"].status == "error"
     assert "users[1].deadline_s: NaN is not valid JSON" in (rows["bad"].error or "")
     assert rows[path.stem].status == "feasible"
+
+
+def test_solve_parses_a_single_instance_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command's check of its one file and the batch share one parse; the task carries it."""
+    from balance_opt import cli
+    from balance_opt.batch import runner
+
+    write_instance(generate("fig4", users=3, seed=1), tmp_path / "one.json")
+    parsed: list[str] = []
+    real = runner.instance_from_dict
+    monkeypatch.setattr(runner, "instance_from_dict", lambda doc, src: parsed.append(src) or real(doc, src))
+    assert cli.main(["solve", str(tmp_path / "one.json"), "--solver", "ad-only"]) == 0
+    assert parsed == [str(tmp_path / "one.json")]
+    assert capsys.readouterr().out.startswith("fig4-K3-s0001 ad-only: feasible served=")

@@ -261,8 +261,16 @@ class _Recorder:
             self.on_solution(sol)
 
 
+def instance_files(instances: Sequence[str | Path | InstanceFile]) -> list[InstanceFile]:
+    """Every instance file of ``instances`` (directories expanded), each read and parsed once:
+    one already read (an :class:`InstanceFile`) is taken as it is."""
+    read = {i.path: i for i in instances if isinstance(i, InstanceFile)}
+    paths = collect_instance_paths([i.path if isinstance(i, InstanceFile) else i for i in instances])
+    return [read.get(p) or read_instance_file(p) for p in paths]
+
+
 def run_batch(
-    instances: Sequence[str | Path],
+    instances: Sequence[str | Path | InstanceFile],
     configs: Sequence[SolverConfig],
     run_dir: str | Path | None = None,
     *,
@@ -283,7 +291,7 @@ def run_batch(
     the batch stops before any solve (:class:`ChangedPairs`). ``progress``: None shows
     it on standard error (a bar on a terminal, a line every few seconds elsewhere).
     """
-    files = [read_instance_file(p) for p in collect_instance_paths(instances)]
+    files = instance_files(instances)
     out_dir = None if run_dir is None else Path(run_dir)
     with contextlib.ExitStack() as stack:
         if out_dir is not None:

@@ -153,14 +153,15 @@ def handler(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError("--time-limit must be > 0")
     configs = resolve_configs(args.solver, args.config, args.time_limit)
-    paths = collect_instance_paths(args.paths)
+    paths: list[Any] = collect_instance_paths(args.paths)
     if args.json and (len(paths) != 1 or len(configs) != 1):
         raise UsageError(f"--json needs one instance and one solver, got {len(paths)} and {len(configs)}")
     if len(paths) == 1:
         # A single instance is not a batch: a bad file is bad input (exit status 2).
-        bad = read_instance_file(paths[0]).error
-        if bad is not None:
-            raise UsageError(bad)
+        read = read_instance_file(paths[0])
+        if read.error is not None:
+            raise UsageError(read.error)
+        paths = [read]  # the batch solves it as read, not parsed again
     from balance_opt.batch.dask_executor import ClusterError, SchedulerLost
 
     try:
