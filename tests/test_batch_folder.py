@@ -15,6 +15,7 @@ from balance_opt.batch.configs import make_config
 from balance_opt.batch.folder import RunFolderError, hold_run_folder
 from balance_opt.batch.progress import Progress
 from balance_opt.batch.runner import ChangedPairs, run_batch, solution_name
+from balance_opt.evaluate import Schedule
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
 from balance_opt.solvers import register, unregister
@@ -195,3 +196,29 @@ def test_table_writes_wait_ten_times_their_cost(tmp_path: Path, monkeypatch: pyt
     assert writes
     assert min(gaps) >= 5.0
     assert len(writes) <= 6
+
+
+class ZOutOfRange(EmptySolver):
+    """A plug-in whose schedule has a compute fraction outside [0, 1]."""
+
+    name = "test-z-out-of-range"
+
+    def _solve(self, instance, *, time_limit, seed, hint):  # type: ignore[no-untyped-def]
+        out = super()._solve(instance, time_limit=time_limit, seed=seed, hint=hint)
+        return type(out)(Schedule(1.5, out.schedule.modes), out.termination)
+
+
+def test_an_answer_the_file_cannot_hold_is_an_error_row_a_rerun_reads_back(tmp_path: Path) -> None:
+    inst = one_instance(tmp_path / "inst", "x")
+    register("test-z-out-of-range", "tests.test_batch_folder:ZOutOfRange")
+    try:
+        out = run_batch([inst], [make_config("test-z-out-of-range")], tmp_path / "run", progress=False)
+        again = run_batch([inst], [make_config("test-z-out-of-range")], tmp_path / "run", force=False)
+    finally:
+        unregister("test-z-out-of-range")
+    (sol,) = out.solutions
+    assert (sol.status, sol.solver) == ("error", "test-z-out-of-range")
+    assert "its answer breaks a rule of the solution file" in (sol.error or "")
+    assert "x / test-z-out-of-range: z: must be a finite number in [0, 1], got 1.5" in (sol.error or "")
+    assert (again.solved, again.skipped) == (0, 1)  # its file reads back: the pair is done
+    assert again.solutions == [sol]

@@ -29,7 +29,7 @@ from balance_opt.errors import InputError, SolveRefused
 from balance_opt.instance import Instance
 from balance_opt.io import dumps
 from balance_opt.result import unsolved_result
-from balance_opt.solution import RunRecord, Solution, recorded_options
+from balance_opt.solution import RunRecord, Solution, check_solution_dict, recorded_options
 from balance_opt.status import Termination
 
 
@@ -119,17 +119,22 @@ def failed_solution(task: Task, termination: Termination, message: str, runtime_
 
 
 def solution_text(task: Task, sol: Solution) -> tuple[Solution, str]:
-    """The solution and its file's text; an answer JSON cannot hold becomes an ``error`` solution.
+    """The solution and its file's text; an answer the file cannot hold becomes an ``error`` solution.
 
-    A plug-in's stats may hold what no JSON writer takes (an object, a set): the solve's
-    row then names its solver and why, instead of stopping the batch.
+    A plug-in's stats may hold what no JSON writer takes (an object, a set), its schedule a
+    ``z`` outside [0, 1]: the solve's row then names its solver and why, instead of stopping
+    the batch or writing a file that a rerun cannot read back.
     """
+    doc = sol.to_dict()
     try:
-        return sol, dumps(sol.to_dict())
+        check_solution_dict(doc, task.pair)
+        return sol, dumps(doc)
+    except InputError as exc:
+        message = f"its answer breaks a rule of the solution file: {exc}"
     except (TypeError, ValueError) as exc:
         message = f"its answer cannot be written as JSON: {exc}"
-        failed = failed_solution(task, Termination.CRASHED, message, 0.0)
-        return failed, dumps(failed.to_dict())
+    failed = failed_solution(task, Termination.CRASHED, message, 0.0)
+    return failed, dumps(failed.to_dict())
 
 
 def load_task_instance(task: Task) -> Instance:
