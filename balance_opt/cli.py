@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="balance-opt",
         description="Benchmark suite and solvers for BALANCE: hybrid autoregressive / "
         "speculative LLM serving on an edge server.",
+        epilog="Exit status of every command: 0 done; 1 a refuted claim, an infeasible schedule or a "
+        "regression; 2 bad input (one line naming the file, the place in it and the rule); 3 the dask "
+        "scheduler unreachable or lost; 4 failed solves under --fail-on-error; 130 interrupted. "
+        "Never an internal error for an input a user can write (docs/contract.md).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

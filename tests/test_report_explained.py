@@ -90,3 +90,15 @@ def test_report_takes_the_librarys_proved_optima_for_its_instances(tmp_path: Pat
     assert code == 0
     assert int(pd.read_csv(tmp_path / "rep2" / "summary.csv").loc[0, "with_optimum"]) == 0
     assert np.isnan(pd.read_csv(tmp_path / "rep2" / "summary.csv").loc[0, "gap_abs_max"])
+
+
+def test_report_with_the_library_on_instances_it_does_not_hold(tmp_path: Path, capsys: Any) -> None:
+    """Found by the fuzz suite: no match left a nullable column that the gap arithmetic refused."""
+    from balance_opt.generator import generate
+    from balance_opt.io import write_instance
+
+    write_instance(generate("fig4", users=4, seed=1), tmp_path / "inst" / "a.json")
+    run_batch([tmp_path / "inst"], [make_config("balance"), make_config("ad-only")], tmp_path / "run")
+    code, _, err = run(capsys, "report", tmp_path / "run", "--out", tmp_path / "rep", "--library", LIBRARY)
+    assert code == 0, err
+    assert "Proved optima of" not in (tmp_path / "rep" / "README.md").read_text()

@@ -37,7 +37,8 @@ def row(**cells: Any) -> dict[str, Any]:
         ({"served": None}, "served", "is required"),
         ({"bound": 11}, "bound", "must be at most K = 10"),
         ({"bound": 5}, "bound", "claims a bound of 5 below its own feasible schedule serving 6"),
-        ({"K": 0, "served": 0}, "K", "must be >= 1"),
+        ({"K": 0, "served": 0}, "K", "must be a whole number >= 1"),
+        ({"K": None}, "K", "must be a whole number >= 1"),  # found by the fuzz suite
         ({"status": "great"}, "status", "must be one of"),
         ({"status": "optimal", "bound": 7}, "bound", "must equal served (6)"),
         ({"status": "error", "served": 3, "feasible": False}, "served", 'must be 0 when status is "error"'),

@@ -86,8 +86,8 @@ def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
     status = str(rec.get("status"))
     if status not in STATUSES:
         raise row.fail("status", f"must be one of {', '.join(sorted(STATUSES))}, got {status[:40]!r}")
-    if users is not None and users < 1:
-        raise row.fail("K", "must be >= 1")
+    if users is None or users < 1:  # normalized throughput is served / K
+        raise row.fail("K", "must be a whole number >= 1")
     for column, value in (("served", served), ("bound", bound)):
         if users is not None and value is not None and value > users:
             raise row.fail(column, f"must be at most K = {users}, got {value}")

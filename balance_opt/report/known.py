@@ -28,6 +28,6 @@ def library_optima(paths: Iterable[Path]) -> dict[str, int]:
 
 def attach_library_optima(df: pd.DataFrame, optima: dict[str, int]) -> tuple[pd.DataFrame, int]:
     """``df`` with a ``library_optimum`` column, and how many of its instances got one."""
-    column = df["instance_sha256"].map(optima).astype("Float64")
+    column = df["instance_sha256"].map(optima).astype(float)  # NaN where the library has none
     matched = int(df.loc[column.notna(), "instance_sha256"].nunique())
     return df.assign(library_optimum=column), matched

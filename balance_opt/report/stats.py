@@ -110,7 +110,8 @@ def with_derived(df: pd.DataFrame) -> pd.DataFrame:
     opt = optimal.groupby("instance_sha256")["served"].max()
     out["optimum"] = out["instance_sha256"].map(opt).astype(float)
     if "library_optimum" in out:  # the library's proved optimum of a library instance
-        out["optimum"] = out["optimum"].fillna(pd.to_numeric(out["library_optimum"], errors="coerce"))
+        known = pd.to_numeric(out["library_optimum"], errors="coerce").astype(float)
+        out["optimum"] = out["optimum"].fillna(known)
     p2 = out.dropna(subset=["p2_optimum"]).groupby("instance_sha256")["p2_optimum"].max()
     out["p2_opt"] = out["instance_sha256"].map(p2).astype(float)
     bounds = out.dropna(subset=["bound"]).groupby("instance_sha256")["bound"].min()
