@@ -81,6 +81,7 @@ YEAR_S = 365.0 * 86400.0
 MAX_TOKENS = 10**7
 MAX_DIM = 10**5
 MAX_DRAFT = 64
+MAX_GRID = 1001  # values of z_grid and of lambda_grid: a step of 0.001
 
 # The value rules of an instance, by section and field, in file order (docs/formats.md).
 # Grids (``z_grid``, ``lambda_grid``) follow UNIT and must increase strictly.
@@ -121,6 +122,8 @@ def grid_problem(grid: Any) -> tuple[int | None, str] | None:
     """Where a grid breaks its rules (index or None for the whole grid) and how."""
     if not isinstance(grid, list | tuple) or not grid:
         return None, f"must be a non-empty list of numbers in [0, 1], got {show_value(grid)}"
+    if len(grid) > MAX_GRID:  # every solver loops over the grid: a physical range, as for the values
+        return None, f"must hold at most {MAX_GRID} values, got {len(grid)}"
     if _all_hold(grid, UNIT) and bool(np.all(np.diff(np.asarray(grid, dtype=float)) > 0)):
         return None  # the common case, without a rule check per value
     for i, v in enumerate(grid):

@@ -221,3 +221,29 @@ def test_an_assignment_mode_that_is_a_list_is_a_named_error(tmp_path: Path, caps
     code, _, err = run(capsys, "evaluate", TINY, path)
     assert code == 2
     assert 'sol.json: assignment.u0: must be "ad", "sd" or "none", got []' in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "rule"),
+    [
+        (["--grid-step", "1e-9"], "--grid-step must be in [0.001, 1]"),  # hung: a grid of 10^9 values
+        (["--draft-length", "1000000"], "server.draft_length: must be an integer >= 1 and <= 64"),
+    ],
+)
+def test_generate_options_outside_their_range_are_refused(
+    tmp_path: Path, capsys: Any, argv: list[str], rule: str
+) -> None:
+    code, _, err = run(capsys, "generate", "--preset", "fig4", "--users", "3", *argv, "--out", tmp_path)
+    assert code == 2
+    assert rule in err
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_grid_of_more_than_1001_values_is_refused(tmp_path: Path, capsys: Any) -> None:
+    doc = json.loads(TINY.read_text())
+    doc["server"]["z_grid"] = [i / 2000 for i in range(2001)]
+    path = tmp_path / "fine.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "validate", path)
+    assert code == 2
+    assert "fine.json: server.z_grid: must hold at most 1001 values, got 2001" in err

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
 from balance_opt.families import FAMILIES, build_family
 from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
+from balance_opt.instance_checks import MAX_GRID
 from balance_opt.profiles import FITTED, HARDWARE, MODELS
 
 
@@ -37,8 +39,13 @@ def _range(kind: type) -> Any:
 
 def step_grid(step: float) -> tuple[float, ...]:
     """``0, step, 2 step, ..., 1``; ``1 / step`` must be a whole number."""
-    n = round(1.0 / step) if step > 0 else 0
-    if n < 1 or abs(n * step - 1.0) > 1e-9:
+    if not (math.isfinite(step) and 1.0 / (MAX_GRID - 1) <= step <= 1.0):
+        raise ValueError(
+            f"--grid-step must be in [{1.0 / (MAX_GRID - 1):g}, 1] "
+            f"(grids of at most {MAX_GRID} values), got {step!r}"
+        )
+    n = round(1.0 / step)
+    if abs(n * step - 1.0) > 1e-9:
         raise ValueError(f"--grid-step must divide 1 into whole steps, got {step!r}")
     return tuple(round(i / n, 12) for i in range(n + 1))
 
@@ -253,7 +260,11 @@ def handle(args: argparse.Namespace) -> int:
     for i in range(args.count):
         params = dataclasses.replace(base, seed=base.seed + i)
         path = args.out / f"{instance_name(params)}.json"
-        write_instance(generate_from(params), path)
+        try:
+            inst = generate_from(params)
+        except ValueError as exc:  # a knob's value the instance's rules refuse (InvalidInstance)
+            raise UsageError(f"the options give an invalid instance: {exc}") from None
+        write_instance(inst, path)
         print(path)
     return 0
 
