@@ -113,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the user gave cannot be read or written (full disk, name too long)
+        where = exc.filename if exc.filename is not None else "a file"
+        reason = exc.strerror or str(exc)
+        print(f"balance-opt {args.command}: error: {printable(str(where))}: {reason}", file=sys.stderr)
+        return 2
     except Exception as exc:
         if os.environ.get("BALANCE_OPT_DEBUG"):
             raise

@@ -124,6 +124,17 @@ class GeneratorParams:
             ("bytes_per_param must be > 0", self.bytes_per_param > 0),
             ("bits_per_token must be > 0", self.bits_per_token > 0),
             ("bandwidths must be > 0", self.uplink_bandwidth_hz > 0 and self.downlink_bandwidth_hz > 0),
+            # physical ranges: the dB arithmetic (10^(x/10)) stays a finite float
+            (
+                "power spectral densities must be in [-300, 100] dBm/Hz",
+                all(
+                    -300 <= v <= 100
+                    for v in (self.uplink_psd_dbm_hz, self.downlink_psd_dbm_hz, self.noise_dbm_hz)
+                ),
+            ),
+            ("path_loss_db_at_1km must be in [0, 400]", 0 <= self.path_loss_db_at_1km <= 400),
+            ("path_loss_db_per_decade must be in [0, 200]", 0 <= self.path_loss_db_per_decade <= 200),
+            ("radius_m must be at most 1e7 (10,000 km)", self.radius_m <= 1e7),
         ]
         for f in CONSTANT_OVERRIDES:
             v = getattr(self, f)

@@ -219,3 +219,54 @@ def _interrupted(batch: Callable[[], Any], stop_at: int) -> None:
 
     with mock.patch("os.replace", flaky), contextlib.suppress(KeyboardInterrupt):
         batch()
+
+
+def _generate_flags() -> list[str]:
+    """Every value-taking flag of ``generate`` but the output folder."""
+    import argparse
+
+    from balance_opt.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    actions = sub.choices["generate"]._actions
+    flags = [a.option_strings[-1] for a in actions if a.option_strings and a.nargs != 0]
+    return sorted(f for f in flags if f not in ("--out", "--help"))
+
+
+OPTION_TEXTS = ("0", "-1", "1e-9", "0.001", "0.5", "1", "3", "64", "65", "1e308", "inf", "nan", "-0",
+                "9" * 400, "", "abc", "1,2", "3,1", "../x", "\x1b[2J", "rtx4090", "llama-2-7b")  # fmt: skip
+
+
+@pytest.mark.parametrize("examples", BUDGETS)
+def test_generate_option_values(examples: int) -> None:
+    flags = _generate_flags()
+
+    def check(case: tuple[str, str]) -> None:
+        flag, value = case
+        with tempfile.TemporaryDirectory() as tmp:
+            users = [] if flag == "--users" else ["--users", "3"]
+            with _time_limit(60):  # a hang is a failure: --grid-step 1e-9 once hung
+                _holds_contract("generate", "--preset", "fig4", *users, flag, value, "--out", tmp)
+
+    run_examples(examples, st.tuples(st.sampled_from(flags), st.sampled_from(OPTION_TEXTS)), check)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Any:
+    """Fail instead of hanging (Unix; elsewhere no limit)."""
+    import signal
+
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def hang(*_: object) -> None:
+        raise AssertionError(f"the command ran past {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

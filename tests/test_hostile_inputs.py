@@ -247,3 +247,28 @@ def test_a_grid_of_more_than_1001_values_is_refused(tmp_path: Path, capsys: Any)
     code, _, err = run(capsys, "validate", path)
     assert code == 2
     assert "fine.json: server.z_grid: must hold at most 1001 values, got 2001" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "rule"),
+    [  # each found by tests/test_fuzz.py::test_generate_option_values
+        (["--name", "9" * 400], "must be a plain file name of 1 to 200 characters"),  # OSError: name too long
+        (["--count", "9" * 400], "argument --count: must be an integer in [1, 100000]"),  # ran for ever
+        (["--users", "10000000000"], "argument --users/-K: must be an integer in [1, 1000000]"),
+        (["--downlink-psd", "1e308"], "power spectral densities must be in [-300, 100] dBm/Hz"),  # Overflow
+    ],
+)
+def test_generate_knobs_the_fuzz_suite_broke(tmp_path: Path, capsys: Any, argv: list[str], rule: str) -> None:
+    code, _, err = run(capsys, "generate", "--preset", "fig4", "--users", "3", *argv, "--out", tmp_path)
+    assert code == 2
+    assert rule in err
+    assert "internal error" not in err
+
+
+def test_an_unwritable_output_path_is_named(tmp_path: Path, capsys: Any) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a file where a folder must be (root ignores permissions)
+    code, _, err = run(capsys, "generate", "--preset", "fig4", "--users", "3", "--out", blocker / "out")
+    assert code == 2
+    assert str(blocker) in err
+    assert "internal error" not in err

@@ -13,6 +13,8 @@ import math
 from balance_opt.solvers.base import MAX_INT, MAX_SECONDS
 
 MAX_JOBS = 1024  # parallel solves of one command: far above any machine's cores
+MAX_FILES = 100_000  # instances one command writes
+MAX_USERS = 1_000_000  # users of one generated instance (K = 100,000 takes about 20 MB)
 
 
 def seconds(text: str) -> float:
@@ -46,6 +48,16 @@ def jobs(text: str) -> int:
 def count(text: str) -> int:
     """A positive count (seeds, instances, users, evaluations) within int64."""
     return _integer(text, 1, MAX_INT)
+
+
+def files(text: str) -> int:
+    """A count of instance files to write, in [1, MAX_FILES]."""
+    return _integer(text, 1, MAX_FILES)
+
+
+def users(text: str) -> int:
+    """A number of users K of a generated instance, in [1, MAX_USERS]."""
+    return _integer(text, 1, MAX_USERS)
 
 
 def seed(text: str) -> int:

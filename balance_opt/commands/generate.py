@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from balance_opt.commands._args import files, seed, users
 from balance_opt.families import FAMILIES, build_family
 from balance_opt.generator import PRESETS, GeneratorParams, generate_from, instance_name, preset_params
 from balance_opt.instance_checks import MAX_GRID
@@ -132,15 +133,15 @@ def register(sub: Any) -> None:
         "--preset", choices=[*PRESETS, *FAMILIES], default="fig4", help="parameter set (default fig4)"
     )
     p.add_argument(
-        "--users", "-K", type=int, metavar="K",
+        "--users", "-K", type=users, metavar="K",
         help="number of users K (default: the preset's, fig4, fig5, tight-memory: 30; fig1: 1; "
         "theorem1-tight: 20)",
     )  # fmt: skip
     p.add_argument(
-        "--seed", type=int, default=0, metavar="SEED", help="seed of the first instance (default 0)"
+        "--seed", type=seed, default=0, metavar="SEED", help="seed of the first instance (default 0)"
     )
     p.add_argument(
-        "--count", type=int, default=1, metavar="N", help="number of instances (seeds SEED, SEED+1, ...)"
+        "--count", type=files, default=1, metavar="N", help="number of instances (seeds SEED, SEED+1, ...)"
     )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (required)")
     p.add_argument(
@@ -235,7 +236,8 @@ def _apply_hardware_file(path: Path, overrides: dict[str, Any], keep_memory: boo
 
 def _plain_file_name(name: str) -> bool:
     """A name that stays inside ``--out`` as ``NAME.json`` on every operating system."""
-    return bool(name) and name.isprintable() and not name.startswith(".") and not set(name) & set("/\\:")
+    plain = name.isprintable() and not name.startswith(".") and not set(name) & set("/\\:")
+    return 0 < len(name) <= 200 and plain  # 200: file systems allow 255 bytes, and ".json" follows
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -248,8 +250,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("--name needs --count 1 (names of a batch encode their seeds)")
     if args.name is not None and not _plain_file_name(args.name):
         raise UsageError(
-            f"--name {args.name!r}: must be a plain file name (no folder separators, no leading '.', "
-            "no control characters): the file is written as --out/NAME.json"
+            f"--name {args.name[:60]!r}: must be a plain file name of 1 to 200 characters (no folder "
+            "separators, no leading '.', no control characters): the file is written as --out/NAME.json"
         )
     if args.preset in FAMILIES:
         return _write_family(args)
