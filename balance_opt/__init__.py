@@ -1,15 +1,13 @@
 """balance-opt: instances, the paper's algorithms, solvers that prove optima and reports for BALANCE.
 
 The top level is the public API (docs/solvers.md). ``balance_opt.evaluate`` is the
-evaluator *function* here, deliberately: ``from balance_opt import evaluate`` gives the
-function that judges every schedule. Its module is reached by a from-import
-(``from balance_opt.evaluate import Schedule, Evaluation``), which reads the module itself.
-For a solver of one's own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``,
-``register``.
+function that judges every schedule; its module is ``balance_opt.evaluator`` (``Schedule``,
+``Evaluation``, the violation rules), so no name means two things. For a solver of one's
+own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``, ``register``.
 """
 
 from balance_opt.errors import InputError
-from balance_opt.evaluate import AD, NONE, SD, Evaluation, Schedule, evaluate
+from balance_opt.evaluator import AD, NONE, SD, Evaluation, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.io import read_instance, read_solution, write_instance

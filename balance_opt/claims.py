@@ -32,7 +32,7 @@ from balance_opt.status import SOLVED, Status, Termination
 
 
 class Judged(Protocol):
-    """What the evaluator found (:class:`~balance_opt.evaluate.Evaluation` has these)."""
+    """What the evaluator found (:class:`~balance_opt.evaluator.Evaluation` has these)."""
 
     @property
     def feasible(self) -> bool: ...

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.generator import DEFAULT_GRID, RNG, generate
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.model import (

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from balance_opt.evaluate import AD, SD, Evaluation, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from balance_opt.claims import Claims, mismatches
-from balance_opt.evaluate import Evaluation, Schedule, evaluate
+from balance_opt.evaluator import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solution import RunRecord, Solution, broken_rule, summary_line
 from balance_opt.status import Status, Termination, Verdict, reported_status

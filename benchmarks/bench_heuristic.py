@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.result import Result
 from balance_opt.solvers import get_solver

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from balance_opt.batch.experiments import EXPERIMENTS, PAPER_FIG1, PAPER_FIG1_LATENCY_PCT, SWEEPS
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.io import atomic_write

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers import register, unregister

@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 
-from balance_opt.evaluate import AD, NONE, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, NONE, SD, Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers.heuristic.primitives import memory_split
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance, LanguageModel, Server
 
 ALPHA = 1.0 / (0.5 * 165.2e12)

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.instance import Instance, Server
 from balance_opt.io import instance_to_dict, read_instance
 from balance_opt.model import ModeCost, ad_mode, sd_mode

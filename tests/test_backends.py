@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from balance_opt.evaluate import evaluate
+from balance_opt.evaluator import evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver, heuristic_names, solver_class, solver_names
 from tests.oracles import brute_p1, brute_p2

@@ -15,7 +15,7 @@ from balance_opt.batch.configs import make_config
 from balance_opt.batch.folder import RunFolderError, hold_run_folder
 from balance_opt.batch.progress import Progress
 from balance_opt.batch.runner import ChangedPairs, run_batch, solution_name
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
 from balance_opt.solvers import register, unregister

@@ -231,7 +231,7 @@ def test_sensitivity_gains_follow_the_paper_definition() -> None:
 
 
 def test_memory_bound_covers_every_all_ad_and_all_sd_schedule() -> None:
-    from balance_opt.evaluate import AD, SD, Schedule, evaluate
+    from balance_opt.evaluator import AD, SD, Schedule, evaluate
     from benchmarks.reproduce_fig1a import memory_bound
 
     for seed in range(3):

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from balance_opt.claims import Claims, Known, contradiction, mismatches
-from balance_opt.evaluate import Evaluation, Schedule, evaluate
+from balance_opt.evaluator import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.io import InputError, check_solution_dict
 from balance_opt.result import SolverOutput, make_result

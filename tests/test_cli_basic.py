@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from balance_opt.cli import main
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.io import read_instance
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -46,7 +46,7 @@ from pathlib import Path
 from balance_opt.generator import generate
 from balance_opt.io import instance_bytes
 from balance_opt.library.sets import SETS, write_set
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.stochastic.distribution import batch_user_level, quantile_levels, user_distributions
 from balance_opt.stochastic.simulate import simulate
 

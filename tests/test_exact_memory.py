@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks

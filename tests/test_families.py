@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import AD, SD, evaluate
+from balance_opt.evaluator import AD, SD, evaluate
 from balance_opt.families import TIGHT, TightParams, design, largest_m, optimum_schedule, tight_instance
 from balance_opt.generator import DEFAULT_GRID
 from balance_opt.io import instance_bytes, sha256_bytes

@@ -29,7 +29,7 @@ from balance_opt.batch.configs import make_config
 from balance_opt.batch.runner import run_batch
 from balance_opt.batch.table import read_results
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.io import read_instance, write_instance
 from balance_opt.solvers import get_solver

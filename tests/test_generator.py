@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from balance_opt.cli import main
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.generator import (
     CONSTANT_OVERRIDES,
     PRESETS,

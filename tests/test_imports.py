@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "generator",
         "stochastic.distribution",
     ),
-    ("evaluate", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic"),
+    ("evaluator", "result", "mode_comparison", "families", "stochastic.simulate", "stochastic"),
     ("solvers", "", "data"),
     ("batch", "library", "adversary", "stochastic.experiment", "online"),
     ("report", "stochastic.report", "online.report", "online.report_figures", "calibration"),
@@ -197,3 +197,14 @@ def test_family_violations_are_found() -> None:
         "balance_opt.solvers.exact.search -> balance_opt.solvers.milp.bounds",
         "balance_opt.solvers.milp.bounds -> balance_opt.solvers.heuristic.fast",
     ]
+
+
+def test_no_public_name_is_also_a_module() -> None:
+    """``balance_opt.evaluate`` is the function; its module is ``balance_opt.evaluator``."""
+    import importlib.util
+
+    import balance_opt
+
+    for name in balance_opt.__all__:
+        assert importlib.util.find_spec(f"balance_opt.{name}") is None, name
+    assert callable(balance_opt.evaluate)

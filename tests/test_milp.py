@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import REL_TOL, Schedule, evaluate
+from balance_opt.evaluator import REL_TOL, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import sd_user_costs

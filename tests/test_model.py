@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from balance_opt import model
-from balance_opt.evaluate import AD, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, SD, Schedule, evaluate
 from balance_opt.instance import Instance, LanguageModel, Server
 from tests import literal_model as lit
 from tests.strategies import generated_instances, instances_and_schedules, random_schedules, small_instances

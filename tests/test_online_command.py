@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from balance_opt.cli import main
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.online.experiment import Point, PolicySpec, WorkloadSpec, run_experiment
 from balance_opt.online.policies import register_policy, unregister_policy
 from balance_opt.online.policy import View

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import AD, NONE, SD, Schedule, evaluate, on_grid
+from balance_opt.evaluator import AD, NONE, SD, Schedule, evaluate, on_grid
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import ad_alone, ad_mode, has_compute, sd_alone, sd_mode

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import evaluate
+from balance_opt.evaluator import evaluate
 from balance_opt.families import TightParams, tight_instance
 from balance_opt.instance import Instance
 from balance_opt.io import read_instance

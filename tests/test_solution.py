@@ -20,7 +20,7 @@ from balance_opt.batch.configs import make_config
 from balance_opt.batch.task import Task, bad_instance_solution, load_task_instance, make_task, run_record
 from balance_opt.claims import Claims
 from balance_opt.errors import InputError
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.files import dumps, parse_json, read_bytes, sha256_bytes
 from balance_opt.instance import Instance
 from balance_opt.io import instance_bytes

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from balance_opt.evaluate import AD, REL_TOL, SD, Schedule, evaluate
+from balance_opt.evaluator import AD, REL_TOL, SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.stochastic import iterations_distribution, iterations_quantile, simulate

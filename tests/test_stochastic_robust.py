@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from balance_opt.errors import InputError
-from balance_opt.evaluate import SD, Schedule, evaluate
+from balance_opt.evaluator import SD, Schedule, evaluate
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.io import instance_bytes, instance_from_dict, instance_to_dict, read_instance

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from balance_opt.adversary.search import Candidate, Outcome, Settings
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.io import atomic_write, dumps, instance_bytes, sha256_bytes
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from balance_opt.adversary.moves import neighbour, random_instance
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver, heuristic_names
 from balance_opt.status import Status, Termination

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from balance_opt.evaluate import Evaluation, Schedule
+    from balance_opt.evaluator import Evaluation, Schedule
     from balance_opt.instance import Instance
     from balance_opt.mode_comparison import ModeComparison
 
@@ -103,7 +103,7 @@ class SolutionFile:
 def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, SolutionFile | None]:
     """The schedule to evaluate and, when it comes from a file, that file."""
     from balance_opt.errors import UsageError
-    from balance_opt.evaluate import Schedule
+    from balance_opt.evaluator import Schedule
     from balance_opt.io import check_solution_dict, read_bytes, read_solution, sha256_bytes
 
     if args.solution is not None:
@@ -141,7 +141,7 @@ def _same_instance(doc: dict[str, Any], source: str, inst: Instance, data: bytes
 
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.errors import UsageError
-    from balance_opt.evaluate import evaluate
+    from balance_opt.evaluator import evaluate
     from balance_opt.io import read_instance
 
     inst = read_instance(args.instance)
@@ -195,7 +195,7 @@ def _fmt(x: float | None, spec: str = ".6f") -> str:
 
 def format_evaluation(inst: Instance, schedule: Schedule, ev: Evaluation) -> str:
     """The human-readable report of one evaluation."""
-    from balance_opt.evaluate import MODE_NAMES
+    from balance_opt.evaluator import MODE_NAMES
 
     k = inst.num_users
     lines = [

@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.errors import InputError
-    from balance_opt.evaluate import on_grid
+    from balance_opt.evaluator import on_grid
     from balance_opt.io import atomic_write, read_instance
 
     inst = read_instance(args.instance)

@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from balance_opt.errors import UsageError
-    from balance_opt.evaluate import Schedule
+    from balance_opt.evaluator import Schedule
     from balance_opt.io import read_bytes, read_instance, read_solution, sha256_bytes
     from balance_opt.stochastic.simulate import simulate, summary
 

@@ -69,7 +69,7 @@ def _claims_against(doc: dict[str, Any], source: str, inst: Instance, data: byte
     """The solution must name ``inst`` and fit it (InputError); its refuted claims, one line each."""
     from balance_opt.claims import Claims, instance_mismatch, mismatches
     from balance_opt.errors import InputError
-    from balance_opt.evaluate import Schedule, evaluate
+    from balance_opt.evaluator import Schedule, evaluate
     from balance_opt.io import check_solution_dict, sha256_bytes
 
     other = instance_mismatch(doc, inst.name, sha256_bytes(data), where)

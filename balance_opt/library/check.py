@@ -18,7 +18,7 @@ from typing import Any
 
 from balance_opt.claims import Known, first_violation, mismatches
 from balance_opt.errors import InputError
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.files import check_regular_file
 from balance_opt.instance import Instance
 from balance_opt.io import (

@@ -22,7 +22,7 @@ from typing import Any
 from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.batch.runner import Executor, collect_instance_paths, run_batch
 from balance_opt.errors import InputError
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.io import (
     atomic_write,

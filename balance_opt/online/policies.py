@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from balance_opt.evaluate import AD, SD, Schedule, on_grid
+from balance_opt.evaluator import AD, SD, Schedule, on_grid
 from balance_opt.instance import Instance
 from balance_opt.model import (
     ad_alone,

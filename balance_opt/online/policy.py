@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 
 Lanes = Literal["both", "ad", "sd"]  # the lanes free at the epoch

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.model import AD, NONE, SD, tolerated, within
 from balance_opt.online.acceptance import emitted_tokens, user_rng
 from balance_opt.online.execution import Run, ad_run, sd_expected_run, sd_random_run

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from balance_opt.evaluate import evaluate
+from balance_opt.evaluator import evaluate
 from balance_opt.families import TightParams, largest_m, optimum_schedule, tight_instance
 from balance_opt.io import atomic_write, read_instance
 from balance_opt.library.reference import HEURISTICS, read_reference

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any, ClassVar, Literal
 
 from balance_opt.errors import SolverUnavailable
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import Result, SolverOutput, make_result
 from balance_opt.solution import recorded_options

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import Schedule, nobody_z
+from balance_opt.evaluator import Schedule, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import (
     AD,

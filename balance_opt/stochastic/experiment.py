@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from balance_opt.batch.configs import SolverConfig, make_config
 from balance_opt.batch.experiments import Sweep, make_instances
 from balance_opt.batch.runner import run_batch, solution_name
-from balance_opt.evaluate import SD, Schedule
+from balance_opt.evaluator import SD, Schedule
 from balance_opt.io import atomic_write, read_instance, read_solution, write_instance
 from balance_opt.stochastic.distribution import robustify
 from balance_opt.stochastic.simulate import simulate, summary

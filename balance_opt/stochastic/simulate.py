@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from balance_opt import crmath
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
     AD,

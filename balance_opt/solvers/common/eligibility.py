@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.model import AD, SD, ad_alone, has_compute, sd_alone, tolerated
 

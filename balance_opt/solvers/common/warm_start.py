@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from balance_opt.evaluate import AD, SD, Schedule
+from balance_opt.evaluator import AD, SD, Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers.heuristic.blocks import Counters
 from balance_opt.solvers.heuristic.fast import balance_fast

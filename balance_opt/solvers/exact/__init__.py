@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar
 
 from balance_opt.errors import SolveRefused
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.base import Option, Solver, threads_option

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
 from balance_opt.solvers.common.warm_start import balance_fast

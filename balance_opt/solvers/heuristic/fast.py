@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from balance_opt.evaluate import nobody_z
+from balance_opt.evaluator import nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import AD, has_compute
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple

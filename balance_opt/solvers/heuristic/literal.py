@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from balance_opt.evaluate import nobody_z
+from balance_opt.evaluator import nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
 from balance_opt.solvers.heuristic.primitives import (

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluate import Schedule, evaluate
+from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.model import ad_mode, sd_mode
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from balance_opt.evaluate import Schedule
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import memory_split as memory_split  # P2's split (22), the model's
 

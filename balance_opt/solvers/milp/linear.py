@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import AD, SD, Schedule
+from balance_opt.evaluator import AD, SD, Schedule
 
 US_PER_S = 1e6  # time rows are in microseconds
 BYTES_PER_MB = 1e6  # memory rows are in megabytes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from balance_opt.evaluate import AD, SD, Schedule
+from balance_opt.evaluator import AD, SD, Schedule
 from balance_opt.solvers.milp.linear import Formulation, Row
 
 

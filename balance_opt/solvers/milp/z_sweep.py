@@ -23,7 +23,7 @@ import math
 import time
 import warnings
 
-from balance_opt.evaluate import Schedule, evaluate, nobody_z
+from balance_opt.evaluator import Schedule, evaluate, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
 from balance_opt.solvers.milp.formulation import build
