@@ -156,7 +156,9 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value)[:100])
 
 
-@pytest.mark.parametrize("examples", BUDGETS)
+@pytest.mark.parametrize(  # a report draws its figures: about 0.5 s per input
+    "examples", [pytest.param(FAST, id="ci"), pytest.param(300, id="long", marks=pytest.mark.slow)]
+)
 def test_mutated_results_tables(examples: int, tmp_path: Path) -> None:
     write_instance(generate("fig4", users=4, seed=1), tmp_path / "inst" / "a.json")
     run_batch([tmp_path / "inst"], [make_config("balance"), make_config("ad-only")], tmp_path / "run")
@@ -173,7 +175,7 @@ def test_mutated_results_tables(examples: int, tmp_path: Path) -> None:
         writer.writeheader()
         writer.writerows(edited)
         tmp, path = _in_tmp(buf.getvalue(), "results.csv")
-        with tmp:
+        with tmp, _time_limit(60):
             _holds_contract("report", path, "--out", Path(tmp.name) / "rep", named=(path,))
 
     run_examples(examples, st.tuples(st.integers(0, 9), st.sampled_from(columns), hostile_values), check)

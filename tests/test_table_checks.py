@@ -30,15 +30,17 @@ def row(**cells: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("cells", "column", "rule"),
     [
-        ({"served": -1}, "served", "must be a whole number >= 0"),
-        ({"served": "many"}, "served", "must be a whole number >= 0"),
-        ({"served": 2.5}, "served", "must be a whole number >= 0"),
+        ({"served": -1}, "served", "must be a whole number in [0, 2^53]"),
+        ({"served": "many"}, "served", "must be a whole number in [0, 2^53]"),
+        ({"served": 2.5}, "served", "must be a whole number in [0, 2^53]"),
         ({"served": 999}, "served", "must be at most K = 10"),
         ({"served": None}, "served", "is required"),
         ({"bound": 11}, "bound", "must be at most K = 10"),
         ({"bound": 5}, "bound", "claims a bound of 5 below its own feasible schedule serving 6"),
-        ({"K": 0, "served": 0}, "K", "must be a whole number >= 1"),
-        ({"K": None}, "K", "must be a whole number >= 1"),  # found by the fuzz suite
+        ({"K": 0, "served": 0}, "K", "must be a whole number in [1, 10000000]"),
+        ({"K": None}, "K", "must be a whole number in [1, 10000000]"),  # found by the fuzz suite
+        ({"K": 1.7976931348623157e308}, "K", "must be a whole number in [0, 2^53]"),  # and this
+        ({"K": 10**8, "served": 0}, "K", "must be a whole number in [1, 10000000]"),
         ({"status": "great"}, "status", "must be one of"),
         ({"status": "optimal", "bound": 7}, "bound", "must equal served (6)"),
         ({"status": "error", "served": 3, "feasible": False}, "served", 'must be 0 when status is "error"'),
@@ -46,8 +48,8 @@ def row(**cells: Any) -> dict[str, Any]:
         ({"runtime_s": float("inf")}, "runtime_s", "must be a finite number >= 0"),
         ({"runtime_s": -1.0}, "runtime_s", "must be a finite number >= 0"),
         ({"feasible": "maybe"}, "feasible", "must be true or false"),
-        ({"lp_iterations": 0.5}, "lp_iterations", "must be a whole number >= 0"),  # found by the fuzz suite
-        ({"nodes": "x"}, "nodes", "must be a whole number >= 0"),
+        ({"lp_iterations": 0.5}, "lp_iterations", "must be a whole number in [0, 2^53]"),  # fuzz
+        ({"nodes": "x"}, "nodes", "must be a whole number in [0, 2^53]"),
         ({"z": 2.0}, "z", "must be a number in [0, 1]"),
         ({"deterministic_time": -3.0}, "deterministic_time", "must be a finite number >= 0"),
     ],
@@ -56,6 +58,11 @@ def test_an_impossible_cell_is_named(cells: dict[str, Any], column: str, rule: s
     with pytest.raises(InputError) as info:
         check_results([row(), row(**cells)], "t.csv")
     assert f"t.csv: row 2, column {column}: {rule}" in str(info.value)
+
+
+def test_rows_of_one_instance_agree_on_k() -> None:
+    with pytest.raises(InputError, match=r"row 2, column K: is 12, but row 1 of the same instance says 10"):
+        check_results([row(), row(K=12)], "t.csv")
 
 
 def test_an_optimal_row_below_a_feasible_row_of_its_instance_is_a_contradiction() -> None:
@@ -105,7 +112,7 @@ def test_report_refuses_an_edited_table_naming_file_row_and_column(tmp_path: Pat
     assert not (tmp_path / "r1").exists()
     code, _, err = run(capsys, "report", _edit(table, 2, served="-4"), "--out", tmp_path / "r2")
     assert code == 2
-    assert "edited.csv: row 3, column served: must be a whole number >= 0, got '-4'" in err
+    assert "edited.csv: row 3, column served: must be a whole number in [0, 2^53], got '-4'" in err
 
 
 def test_generator_fields_of_mixed_types_keep_every_row(tmp_path: Path) -> None:

@@ -32,14 +32,20 @@ def _real(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
+# The largest count a cell may hold: 2^53, below which every whole float is exact (and an
+# int64 column holds it); users, served and bounds are far below it.
+MAX_COUNT = 2**53
+MAX_USERS = 10**7  # K of one instance: a physical range (reports bin and plot by user)
+
+
 def _count(value: Any) -> int | None:
-    """A cell holding a whole number >= 0 as that int; None when empty; ValueError otherwise."""
+    """A cell holding a whole number in [0, MAX_COUNT] as that int; None when empty; ValueError otherwise."""
     if _missing(value):
         return None
     if isinstance(value, bool | str):
         raise ValueError
     number = float(value)  # numpy integers and floats alike
-    if not math.isfinite(number) or number < 0 or number != int(number):
+    if not math.isfinite(number) or not 0 <= number <= MAX_COUNT or number != int(number):
         raise ValueError
     return int(number)
 
@@ -58,7 +64,8 @@ class _Row:
         try:
             return _count(value)
         except (ValueError, TypeError, OverflowError):
-            raise self.fail(column, f"must be a whole number >= 0, got {str(value)[:40]!r}") from None
+            rule = f"must be a whole number in [0, 2^53], got {str(value)[:40]!r}"
+            raise self.fail(column, rule) from None
 
 
 def _check_numbers(row: _Row) -> None:
@@ -80,14 +87,20 @@ def _check_numbers(row: _Row) -> None:
 def _check_row(row: _Row) -> tuple[int | None, int, int | None, bool]:
     """``(K, served, bound, feasible)`` of one row whose cells and claims hold."""
     rec = row.record
+    for column in ("instance_sha256", "config", "solver"):  # rows are grouped by these
+        text = rec.get(column)
+        if column in rec and (not isinstance(text, str) or not text.strip() or not text.isprintable()):
+            raise row.fail(
+                column, f"must be a non-empty name without control characters, got {str(text)[:40]!r}"
+            )
     users, served, bound = row.count("K"), row.count("served"), row.count("bound")
     if served is None:
         raise row.fail("served", "is required")
     status = str(rec.get("status"))
     if status not in STATUSES:
         raise row.fail("status", f"must be one of {', '.join(sorted(STATUSES))}, got {status[:40]!r}")
-    if users is None or users < 1:  # normalized throughput is served / K
-        raise row.fail("K", "must be a whole number >= 1")
+    if users is None or not 1 <= users <= MAX_USERS:  # normalized throughput is served / K
+        raise row.fail("K", f"must be a whole number in [1, {MAX_USERS}]")
     for column, value in (("served", served), ("bound", bound)):
         if users is not None and value is not None and value > users:
             raise row.fail(column, f"must be at most K = {users}, got {value}")
@@ -118,6 +131,12 @@ def check_results(records: Sequence[Mapping[str, Any]], source: str) -> None:
         if feasible and served > best.get(key, (-1, 0))[0]:
             best[key] = (served, number)
         checked.append((row, served, bound))
+    users_of: dict[str, tuple[int | None, int]] = {}
+    for row, _, _ in checked:  # one instance, one K
+        key, k = str(row.record.get("instance_sha256")), row.count("K")
+        first = users_of.setdefault(key, (k, row.number))
+        if first[0] != k:
+            raise row.fail("K", f"is {k}, but row {first[1]} of the same instance says {first[0]}")
     for row, served, bound in checked:
         top, where = best.get(str(row.record.get("instance_sha256")), (-1, 0))
         proof = bound if bound is not None else served if row.record.get("status") == Status.OPTIMAL else None

@@ -161,7 +161,8 @@ def plot_gap_histogram(df: pd.DataFrame, ax: Any = None) -> Any:
     d = stats.with_derived(df).dropna(subset=["gap_abs"])
     d = d[d["status"] != Status.OPTIMAL]
     top = int(d["gap_abs"].max()) if len(d) else 1
-    bins = np.arange(-0.5, max(top, 1) + 1.5)  # edges halfway between whole numbers
+    width = max(1, -(-top // 50))  # whole users per bar, at most about 50 bars
+    bins = np.arange(-0.5, max(top, 1) + width + 0.5, width)  # edges halfway between whole numbers
     groups = [(c, g["gap_abs"].to_numpy()) for c, g in d.groupby("config", sort=True)]
     if groups:
         ax.hist([g for _, g in groups], bins=bins, label=[c for c, _ in groups])

@@ -142,7 +142,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "config": config,
-                "solver": ",".join(sorted(set(g["solver"].astype(str)))),
+                "solver": ",".join(sorted(set(g["solver"].dropna().astype(str)))),
                 "rows": len(g),
                 "solved": int(g["status"].isin(SOLVED).sum()),
                 "optimal": int((g["status"] == Status.OPTIMAL).sum()),
