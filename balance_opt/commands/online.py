@@ -61,7 +61,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--out", type=Path, required=True, metavar="RUN_DIR", help="run folder, created (required)"
     )
-    src = p.add_argument_group("workloads")
+    _workload_arguments(p.add_argument_group("workloads"))
+    _policy_and_run_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the results rows as JSON lines")
+    p.set_defaults(func=handle)
+
+
+def _workload_arguments(src: Any) -> None:
+    """Where the users come from and how they differ from their prediction."""
     src.add_argument("--preset", default="fig4", help="generator preset of the users (default fig4)")
     src.add_argument(
         "--trace",
@@ -101,6 +108,10 @@ def register(sub: Any) -> None:
         help="random: drafts accepted at random; expected: every SD iteration emits its expected "
         "tokens (default: random)",
     )  # fmt: skip
+
+
+def _policy_and_run_arguments(p: Any) -> None:
+    """The policies under test and how the simulations run."""
     pol = p.add_argument_group("policies")
     pol.add_argument(
         "--policies", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})"
@@ -126,8 +137,6 @@ def register(sub: Any) -> None:
     run.add_argument("--no-bound", action="store_true", help="skip the hindsight bounds")
     run.add_argument("--no-report", action="store_true", help="skip OUT/report")
     run.add_argument("--no-progress", action="store_true", help="no progress on stderr")
-    p.add_argument("--json", action="store_true", help="print the results rows as JSON lines")
-    p.set_defaults(func=handle)
 
 
 def points(args: argparse.Namespace) -> list[Any]:
