@@ -8,7 +8,7 @@ own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``, ``register``.
 
 from balance_opt.errors import InputError
 from balance_opt.evaluator import AD, NONE, SD, Evaluation, Schedule, evaluate
-from balance_opt.generator import generate
+from balance_opt.families import generate_any as generate  # every preset and family, one entry point
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.io import read_instance, read_solution, write_instance
 from balance_opt.result import Result, SolverOutput

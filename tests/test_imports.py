@@ -208,3 +208,12 @@ def test_no_public_name_is_also_a_module() -> None:
     for name in balance_opt.__all__:
         assert importlib.util.find_spec(f"balance_opt.{name}") is None, name
     assert callable(balance_opt.evaluate)
+
+
+def test_one_generate_entry_point_knows_every_preset_and_family() -> None:
+    import balance_opt
+    from balance_opt.families import FAMILIES
+    from balance_opt.generator import PRESETS
+
+    for preset in (*PRESETS, *FAMILIES):
+        assert balance_opt.generate(preset, users=4, seed=1).num_users == 4, preset
