@@ -166,16 +166,20 @@ def read_bytes(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with os.fdopen(fd, "rb", buffering=0) as fh:
             info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InputError(str(path), "", "is not a regular file (a folder, FIFO or device)")
-            if info.st_size > limit:
-                raise InputError(str(path), "", f"holds {info.st_size} bytes, above the limit of {limit}")
+            _refuse_unless_regular(path, info, limit)
             data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:  # it grew while being read
         raise InputError(str(path), "", f"holds more than {limit} bytes, the limit")
     return data
+
+
+def _refuse_unless_regular(path: str | Path, info: os.stat_result, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(str(path), "", "is not a regular file (a folder, FIFO or device)")
+    if info.st_size > limit:
+        raise InputError(str(path), "", f"holds {info.st_size} bytes, above the limit of {limit}")
 
 
 def check_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> None:
@@ -185,10 +189,7 @@ def check_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> None:
         info = os.stat(path)
     except OSError as exc:
         raise InputError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(str(path), "", "is not a regular file (a folder, FIFO or device)")
-    if info.st_size > limit:
-        raise InputError(str(path), "", f"holds {info.st_size} bytes, above the limit of {limit}")
+    _refuse_unless_regular(path, info, limit)
 
 
 def sha256_bytes(data: bytes) -> str:

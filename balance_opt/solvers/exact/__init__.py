@@ -99,7 +99,7 @@ def solve_exact(
     incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
     search = BoxSearch(inst, incumbent, deadline, threads, work_limit)
     try:
-        return _search(search, inst, start, time_limit, hint, warm_start, improve)
+        return _search(search, inst, grid, start, time_limit, hint, warm_start, improve)
     finally:
         search.close()
 
@@ -120,6 +120,7 @@ def _servable(inst: Instance) -> tuple[float, ...]:
 def _search(
     search: BoxSearch,
     inst: Instance,
+    grid: tuple[float, ...],
     start: float,
     time_limit: float | None,
     hint: Schedule | None,
@@ -129,7 +130,6 @@ def _search(
     """The incumbent, the first pass over the z grid, then the box search."""
     from balance_opt.solvers.common.warm_start import balance_fast
 
-    grid = _servable(inst)
     if hint is not None:
         search.offer(hint)
     if warm:  # under a limit, leave most of it to the bounds and the search
