@@ -127,6 +127,18 @@ def test_generator_fields_of_mixed_types_keep_every_row(tmp_path: Path) -> None:
     assert sorted(df["gen_seed"]) == ["1", "two"]
 
 
+def test_a_generator_integer_beyond_int64_is_kept_as_its_digits(tmp_path: Path) -> None:
+    """Found by the long fuzz run: ``"preset": 2**64`` in an instance's provenance stopped the
+    table writer (parquet holds int64) with an internal error after the solve."""
+    doc = _instance_doc(1)
+    doc["generator"]["preset"] = 2**64
+    (tmp_path / "inst").mkdir()
+    (tmp_path / "inst" / "i1.json").write_text(json.dumps(doc))
+    out = run_batch([tmp_path / "inst"], [make_config("ad-only")], tmp_path / "run", progress=False)
+    assert out.solved == 1
+    assert list(read_results([tmp_path / "run"])["gen_preset"]) == [str(2**64)]
+
+
 def _instance_doc(seed: int) -> dict[str, Any]:
     from balance_opt.io import instance_to_dict
 

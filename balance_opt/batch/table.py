@@ -34,7 +34,14 @@ MIDDLE_COLUMNS = (
 LAST_COLUMNS = (*STAT_COLUMNS, "stats", "host", "version", "commit", "solution_file")
 
 
+_INT64 = 2**63
+
+
 def _flat(value: Any) -> Any:
+    """A generator field as one table cell: a number, a text, or its JSON text. An integer
+    that parquet's int64 cannot hold (an outside file's 2**64) is kept as its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+        return str(value)
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return json.dumps(value, sort_keys=True)
