@@ -11,7 +11,7 @@ from balance_opt.evaluator import AD, NONE, SD, Evaluation, Schedule, evaluate
 from balance_opt.families import generate_any as generate  # every preset and family, one entry point
 from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.io import read_instance, read_solution, write_instance
-from balance_opt.result import Result, SolverOutput
+from balance_opt.result import SolverOutput
 from balance_opt.solution import Solution
 from balance_opt.solvers import get_solver, register, solver_names
 from balance_opt.solvers.base import Option, Solver
@@ -28,7 +28,6 @@ __all__ = [
     "Instance",
     "LanguageModel",
     "Option",
-    "Result",
     "Schedule",
     "Server",
     "Solution",

@@ -40,7 +40,7 @@ from balance_opt.instance import (
     grid_problem,
 )
 from balance_opt.instance import show_value as _show
-from balance_opt.solution import SOLUTION_SCHEMA, check_solution_dict, read_solution
+from balance_opt.solution_checks import SOLUTION_SCHEMA, check_solution_dict, read_solution
 
 INSTANCE_SCHEMA = "balance-opt/instance"
 

@@ -1,13 +1,12 @@
 """What a solver hands back (:class:`SolverOutput`, stopping for one of ``SOLVER_TERMINATIONS``)
-and the checked result made of it (:class:`Result`).
+and the judged record made of it (a :class:`~balance_opt.solution.Solution`).
 
 Two status axes (:mod:`balance_opt.status`): the solver says why it stopped and what it
 proved; :func:`make_result` runs the evaluator on the schedule (the verdict), has
 :mod:`balance_opt.claims` compare the solver's claims with it and derives the reported
 status. A solver's own objective is only a claim: when the evaluator refutes one, the
-result becomes an ``error`` carrying both numbers. :func:`unsolved_result` is the result
-of a solve that brought no schedule back. A result's file form is a
-:class:`~balance_opt.solution.Solution` (:meth:`Result.solution`).
+solution becomes an ``error`` carrying both numbers. :func:`unsolved_result` is the
+solution of a solve that brought no schedule back.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ import numpy as np
 from balance_opt.claims import Claims, mismatches
 from balance_opt.evaluator import Evaluation, Schedule, evaluate
 from balance_opt.instance import Instance
-from balance_opt.solution import RunRecord, Solution, broken_rule, summary_line
-from balance_opt.status import Status, Termination, Verdict, reported_status
-from balance_opt.work import Work
+from balance_opt.solution import Solution
+from balance_opt.status import Status, Termination, reported_status
 
 # Why a solver may say it stopped (the batch adds the others for solves that end without one).
 SOLVER_TERMINATIONS = (Termination.OPTIMAL, Termination.COMPLETED, Termination.TIME_LIMIT)
@@ -46,119 +44,53 @@ class SolverOutput:
             raise ValueError(f"a solver cannot stop with {self.termination!r}")
 
 
-@dataclass(frozen=True, eq=False)
-class Result:
-    """A checked solve: the schedule, what the evaluator found, and the reported status."""
-
-    solver: str
-    options: Mapping[str, Any]
-    status: Status  # derived from termination and the evaluator's verdict
-    schedule: Schedule
-    lam: float | None
-    bound: int | None
-    runtime_s: float
-    evaluation: Evaluation
-    stats: Mapping[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    termination: Termination = Termination.COMPLETED
-    scheduled: bool = True  # False: the solve brought no schedule back (an empty one stands in)
-
-    def __post_init__(self) -> None:
-        if self.status not in Status.__members__.values():
-            raise ValueError(f"unknown status {self.status!r}")
-        claims = Claims(self.served, None, self.status, self.bound, bound_given=True)
-        broken = broken_rule(claims, self.error, strict=True)  # the solution document's rules
-        if broken is not None:
-            raise ValueError(f"{broken[0]}: {broken[1]}")
-
-    @property
-    def feasible(self) -> bool:
-        """The evaluator's verdict on the schedule."""
-        return self.evaluation.feasible
-
-    @property
-    def work(self) -> Work:
-        """The work counters and P2 optimum of ``stats``, typed (as its solution holds them)."""
-        return Work.of(self.stats)
-
-    @property
-    def verdict(self) -> Verdict:
-        """What we hold: a schedule the evaluator accepts or rejects, or none at all."""
-        if not self.scheduled:
-            return Verdict.NO_SCHEDULE
-        return Verdict.FEASIBLE if self.feasible else Verdict.INFEASIBLE
-
-    @property
-    def served(self) -> int:
-        """Served users of a feasible schedule; 0 for errors (docs/formats.md)."""
-        return 0 if self.status == Status.ERROR else self.evaluation.served
-
-    @property
-    def z(self) -> float:
-        return self.schedule.z
-
-    def gap(self) -> int | None:
-        """Proved bound minus served, when there is a bound."""
-        return None if self.bound is None else self.bound - self.served
-
-    def summary(self) -> str:
-        """One line for humans: status, served, bound, z, lambda, verdict, runtime."""
-        return summary_line(self, self.solver)
-
-    def solution(self, inst: Instance, instance_sha256: str, run: RunRecord | None = None) -> Solution:
-        """The docs/formats.md solution document of this result, typed."""
-        return Solution(
-            instance=inst.name,
-            instance_sha256=instance_sha256,
-            solver=self.solver,
-            options=self.options,
-            status=self.status,
-            served=self.served,
-            bound=self.bound,
-            z=self.z,
-            lam=self.lam,
-            assignment=self.schedule.assignment(inst),
-            runtime_s=self.runtime_s,
-            feasible=self.feasible,
-            termination=self.termination,
-            error=self.error,
-            stats=self.stats,
-            run=run,
-        )
-
-    def to_solution(self, inst: Instance, instance_sha256: str) -> dict[str, Any]:
-        """The docs/formats.md solution document, as written to a file."""
-        return self.solution(inst, instance_sha256).to_dict()
-
-
 def make_result(
     inst: Instance,
     solver: str,
     options: Mapping[str, Any],
     out: SolverOutput,
     runtime_s: float,
-) -> Result:
-    """Evaluate ``out``'s schedule and turn the solver's claims into a checked Result."""
+) -> Solution:
+    """Evaluate ``out``'s schedule and turn the solver's claims into a judged Solution."""
     ev = evaluate(inst, out.schedule)
     claims = Claims.of_solver(out.objective, out.bound, out.termination)
     problems = [f"solver {m}" for m in mismatches(claims, ev)]
-    optimal = out.termination == Termination.OPTIMAL
     bound = out.bound
-    if optimal and bound is None:
+    if out.termination == Termination.OPTIMAL and bound is None:
         bound = ev.served  # exact enumeration proves its own optimum
-    return Result(
+    status = reported_status(out.termination, not problems)
+    return _judged(inst, solver, options, out.schedule, ev, status, runtime_s,
+                   lam=out.lam, bound=bound, stats=json_safe_stats(out.stats),
+                   error="; ".join(problems) if problems else None, termination=out.termination)  # fmt: skip
+
+
+def _judged(
+    inst: Instance,
+    solver: str,
+    options: Mapping[str, Any],
+    schedule: Schedule,
+    ev: Evaluation,
+    status: Status,
+    runtime_s: float,
+    **rest: Any,
+) -> Solution:
+    """The Solution of ``schedule`` as the evaluator judged it (an error serves nobody, docs/formats.md)."""
+    sol = Solution(
+        instance=inst.name,
+        instance_sha256=None,
         solver=solver,
         options=dict(options),
-        status=reported_status(out.termination, not problems),
-        schedule=out.schedule,
-        lam=out.lam,
-        bound=bound,
+        status=status,
+        served=0 if status == Status.ERROR else ev.served,
+        z=schedule.z,
+        assignment=schedule.assignment(inst),
         runtime_s=runtime_s,
+        feasible=ev.feasible,
         evaluation=ev,
-        stats=json_safe_stats(out.stats),
-        error="; ".join(problems) if problems else None,
-        termination=out.termination,
+        **rest,
     )
+    sol.__dict__["schedule"] = schedule  # the cached property, known already: not rebuilt from the names
+    return sol
 
 
 def _json_value(value: Any) -> Any:
@@ -188,7 +120,7 @@ def unsolved_result(
     runtime_s: float,
     termination: Termination,
     message: str,
-) -> Result:
+) -> Solution:
     """A solve that brought back no schedule (refused, crashed or killed): nobody served.
 
     The message is the ``error`` of an ``error`` result; a solve killed past its time limit
@@ -197,17 +129,6 @@ def unsolved_result(
     schedule = Schedule.empty(inst.num_users, inst.server.z_grid[0])
     status = reported_status(termination, claims_hold=True)
     error = message if status == Status.ERROR else None
-    return Result(
-        solver=solver,
-        options=dict(options),
-        status=status,
-        schedule=schedule,
-        lam=None,
-        bound=None,
-        runtime_s=runtime_s,
-        evaluation=evaluate(inst, schedule),
-        stats={} if error is not None else {"killed": message},
-        error=error,
-        termination=termination,
-        scheduled=False,
-    )
+    stats = {} if error is not None else {"killed": message}
+    return _judged(inst, solver, options, schedule, evaluate(inst, schedule), status, runtime_s,
+                   lam=None, bound=None, stats=stats, error=error, termination=termination)  # fmt: skip

@@ -1,56 +1,37 @@
-"""The solution file (docs/formats.md): its rules, its reader, and the typed document balance-opt writes.
+"""The one record of a solve (:class:`Solution`): what a solver's answer became once the
+evaluator judged it, from the solver through the batch to its file and the report.
 
-Two readers, one per kind of file:
-
-- :func:`check_solution_dict` / :func:`read_solution` accept any solution file, down to
-  the five required fields an outside tool writes; they return the document as a dict,
-  :class:`SolutionFile` as a record (None where a field is absent).
-- :class:`Solution` is the document balance-opt's solvers and batch write, every field
-  typed, in file order. :meth:`Solution.to_dict` is the one writer of solution documents;
-  :meth:`Solution.from_dict` reads one back (the file rules first, then the fields
-  balance-opt always writes).
-
-The document's rules are stated once, in :func:`broken_rule`: an ``error`` message goes
-with status ``"error"``, and the claims do not contradict each other
-(:func:`~balance_opt.claims.contradiction`: an error serves 0, ``optimal`` has bound =
-served). Claims against the evaluator are :mod:`balance_opt.claims`' business.
+A :class:`Solution` is made in the process that solved (:func:`~balance_opt.result.make_result`),
+crosses process and machine boundaries by pickling, and becomes JSON only where its file is
+written (:meth:`Solution.to_dict`, the one writer of solution documents); read back
+(:meth:`Solution.from_dict`), it is the same record less the evaluator's per-user detail.
+Any solution file, an outside tool's included, is checked and read by
+:mod:`balance_opt.solution_checks` (re-exported here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from balance_opt.claims import Claims, contradiction
-from balance_opt.files import FORMAT_VERSION, Checker, check_header, parse_json, read_bytes
-from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
-from balance_opt.instance import show_value as _show
+import numpy as np
+
+from balance_opt.claims import Claims
+from balance_opt.evaluator import Evaluation, Schedule
+from balance_opt.files import FORMAT_VERSION, Checker, parse_json, read_bytes
 from balance_opt.model import MODE_CODES
-from balance_opt.status import UNANSWERED, Status, Termination
+from balance_opt.solution_checks import (
+    SOLUTION_SCHEMA,
+    SolutionFile,
+    broken_rule,
+    check_solution_dict,
+    read_solution,
+)
+from balance_opt.status import UNANSWERED, Status, Termination, Verdict
 from balance_opt.work import Work
-
-SOLUTION_SCHEMA = "balance-opt/solution"
-
-_COUNT0 = Rule(">= 0", lambda x: x >= 0, integer=True)  # served, bound
-
-
-def broken_rule(claims: Claims, error: str | None, *, strict: bool) -> tuple[str, str] | None:
-    """``(field, rule)`` of the first rule of the solution document broken, else None.
-
-    ``error`` is the document's message (None: there is none). Every document with status
-    ``"error"`` carries one; balance-opt writes one only there (``strict``), while a file
-    from elsewhere may keep a message beside another status.
-    """
-    broken = contradiction(claims)
-    if broken is not None:
-        return broken
-    if claims.status == Status.ERROR and error is None:
-        return "error", 'is required when status is "error"'
-    if strict and error is not None and claims.status != Status.ERROR:
-        return "error", 'goes only with status "error"'
-    return None
 
 
 def recorded_options(options: Mapping[str, Any], seed: int, time_limit_s: float | None) -> dict[str, Any]:
@@ -59,120 +40,6 @@ def recorded_options(options: Mapping[str, Any], seed: int, time_limit_s: float 
     if time_limit_s is not None:
         out["time_limit_s"] = time_limit_s
     return out
-
-
-# --- any solution file ----------------------------------------------------------------
-
-
-def check_solution_dict(doc: Any, source: str = "<solution>", inst: Instance | None = None) -> dict[str, Any]:
-    """Validate a solution document (and, given the instance, its assignment's user ids).
-
-    Required: ``schema``, ``version``, ``z``, ``assignment`` and ``instance`` or
-    ``instance_sha256``; every other field is optional (an outside tool need not write
-    them), but a field that is present must follow its rule.
-    """
-    c = Checker(source)
-    check_header(c, doc, SOLUTION_SCHEMA)
-    if "instance" not in doc and "instance_sha256" not in doc:
-        raise c.fail("instance", "is required when instance_sha256 is missing (one must name the instance)")
-    if "instance" in doc:
-        c.name(doc, "instance", "")
-    if "instance_sha256" in doc:
-        sha = c.string(doc, "instance_sha256", "")
-        if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
-            raise c.fail("instance_sha256", f"must be 64 lowercase hex digits, got {_show(sha)}")
-    _check_optional_claims(c, doc)
-    c.value(doc, "z", "", UNIT)
-    if doc.get("lambda") is not None:
-        c.value(doc, "lambda", "", Rule("in [0, 1] or null", UNIT.ok))
-    assignment = c.obj(doc, "assignment", "")
-    for uid, mode in assignment.items():
-        if not isinstance(mode, str) or mode not in MODE_CODES:  # a list is unhashable
-            raise c.fail(f"assignment.{uid}", f'must be "ad", "sd" or "none", got {_show(mode)}')
-    if inst is not None:
-        missing = [u for u in inst.user_ids if u not in assignment]
-        if missing:
-            raise c.fail("assignment", f"must give every user a mode; missing {missing[:5]}")
-        extra = [u for u in assignment if u not in set(inst.user_ids)]
-        if extra:
-            raise c.fail("assignment", f"names users the instance does not have: {extra[:5]}")
-    return dict(doc)
-
-
-def _check_optional_claims(c: Checker, doc: Mapping[str, Any]) -> None:
-    """The rules of the optional fields that are present (solver, status, served, bound, ...)."""
-    if "solver" in doc:
-        c.name(doc, "solver", "")
-    if "options" in doc:
-        c.obj(doc, "options", "")
-    for key, kind in (("status", Status), ("termination", Termination)):
-        if key in doc and doc[key] not in kind.__members__.values():
-            raise c.fail(key, f"must be one of {', '.join(kind)}, got {_show(doc[key])}")
-    if "served" in doc:
-        c.value(doc, "served", "", _COUNT0)
-    if doc.get("bound") is not None:
-        c.value(doc, "bound", "", _COUNT0)
-    if "runtime_s" in doc:
-        c.value(doc, "runtime_s", "", NON_NEGATIVE)
-    if "feasible" in doc and not isinstance(doc["feasible"], bool):
-        raise c.fail("feasible", f"must be true or false, got {_show(doc['feasible'])}")
-    claims = Claims.of_document(doc)
-    broken = broken_rule(claims, doc.get("error"), strict=False)
-    if broken is not None:
-        raise c.fail(*broken)
-    if claims.status == Status.ERROR:
-        c.string(doc, "error", "")
-
-
-def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, Any]:
-    """Read and validate a solution file, as a dict (:meth:`SolutionFile.read` gives the record)."""
-    return check_solution_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
-
-
-@dataclass(frozen=True)
-class SolutionFile:
-    """Any solution file, typed: the required fields, and each optional one None where absent.
-
-    The reader of files from elsewhere (``check``, the library's stored schedules), which
-    may hold no more than ``z``, ``assignment`` and the instance's name or digest; a file
-    balance-opt wrote reads whole as a :class:`Solution`.
-    """
-
-    z: float
-    assignment: Mapping[str, str]
-    instance: str | None = None
-    instance_sha256: str | None = None
-    solver: str | None = None
-    status: Status | None = None
-    served: int | None = None
-    bound: int | None = None
-    bound_given: bool = False  # a ``bound`` field is present (null: no bound proved)
-    feasible: bool | None = None
-    error: str | None = None
-
-    def claims(self) -> Claims:
-        """What the file claims; absent fields claim nothing."""
-        return Claims(self.served, self.feasible, self.status, self.bound, self.bound_given)
-
-    @classmethod
-    def from_dict(cls, doc: Any, source: str = "<solution>", inst: Instance | None = None) -> SolutionFile:
-        """Check ``doc`` (:func:`check_solution_dict`, with the instance's user ids if given) and type it."""
-        doc = check_solution_dict(doc, source, inst)
-        claims = Claims.of_document(doc)
-        status = None if claims.status is None else Status(claims.status)
-        optional = {k: doc.get(k) for k in ("instance", "instance_sha256", "solver", "error")}
-        return cls(
-            doc["z"], doc["assignment"], **optional, status=status, served=claims.served,
-            bound=claims.bound, bound_given=claims.bound_given, feasible=claims.feasible,
-        )  # fmt: skip
-
-    @classmethod
-    def read(cls, path: str | Path, inst: Instance | None = None) -> SolutionFile:
-        """Read and check a solution file (InputError when it is not one)."""
-        return cls.from_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
-
-
-# --- the document balance-opt writes ----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -205,25 +72,32 @@ class RunRecord:
 
 
 _KEYS = {"lam": "lambda"}  # attribute -> field name, where they differ
-_WHEN_GIVEN = ("termination", "error", "stats", "run")  # written only when set (stats: not empty)
+# written only when set (stats: not empty)
+_WHEN_GIVEN = ("instance_sha256", "termination", "error", "stats", "run")
+_IN_PROCESS = ("evaluation", "work")  # attributes that are not fields of the file
 
 
 @dataclass(frozen=True)
 class Solution:
-    """A solution document as balance-opt writes it: every field, in file order (docs/formats.md).
+    """One solve, judged: every field of the solution document in file order (docs/formats.md),
+    and, in the process that solved, the evaluator's whole :class:`Evaluation`.
 
-    ``feasible`` and ``served`` are the evaluator's (:class:`~balance_opt.result.Result`
-    builds one with :meth:`~balance_opt.result.Result.solution`). A record that breaks
-    :func:`broken_rule` cannot be made (ValueError).
+    ``feasible`` and ``served`` are the evaluator's (:func:`~balance_opt.result.make_result`
+    makes the record of a solver's answer). ``assignment`` is in instance order, so
+    :attr:`schedule` needs no instance. ``instance_sha256`` is the digest of the instance
+    file: a batch sets it (:meth:`for_file`); an in-process solve of an instance that came
+    from no file has none, and its document then names the instance only. A record that
+    breaks :func:`broken_rule` cannot be made (ValueError).
 
     A new field of the document is one attribute here, in its place in the file order: the
     writer and the typed reader follow the attributes (``_KEYS`` names those whose file name
-    differs, ``_WHEN_GIVEN`` those left out while unset); its value rule goes in
-    :func:`check_solution_dict`, its column (if any) in :mod:`balance_opt.batch.table`.
+    differs, ``_WHEN_GIVEN`` those left out while unset, ``_IN_PROCESS`` those never
+    written); its value rule goes in :func:`check_solution_dict`, its column (if any) in
+    :mod:`balance_opt.batch.table`.
     """
 
     instance: str
-    instance_sha256: str
+    instance_sha256: str | None
     solver: str
     options: Mapping[str, Any]
     status: Status
@@ -238,6 +112,9 @@ class Solution:
     error: str | None = None
     stats: Mapping[str, Any] = field(default_factory=dict)
     run: RunRecord | None = None
+    # the evaluator's verdict in full (latencies, memory); None once read from a file or
+    # sent back from a batch worker (the file holds its summary: feasible, served)
+    evaluation: Evaluation | None = field(default=None, repr=False, compare=False)
     work: Work = field(init=False, repr=False, compare=False)  # derived from stats, not a field of the file
 
     def __post_init__(self) -> None:
@@ -262,9 +139,36 @@ class Solution:
         """Refused before it started (a bad instance file, a solver that declined)."""
         return self.termination == Termination.REFUSED
 
+    @property
+    def scheduled(self) -> bool:
+        """False when the solve brought no schedule back (nobody served stands in)."""
+        return self.termination not in UNANSWERED
+
+    @property
+    def verdict(self) -> Verdict:
+        """What we hold: a schedule the evaluator accepts or rejects, or none at all."""
+        if not self.scheduled:
+            return Verdict.NO_SCHEDULE
+        return Verdict.FEASIBLE if self.feasible else Verdict.INFEASIBLE
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        """The schedule: ``z`` and one mode per user, in the order of ``assignment``."""
+        codes = [MODE_CODES[mode] for mode in self.assignment.values()]
+        return Schedule(self.z, np.array(codes, dtype=np.int8))
+
+    def gap(self) -> int | None:
+        """Proved bound minus served, when there is a bound."""
+        return None if self.bound is None else self.bound - self.served
+
     def claims(self) -> Claims:
         """What the document claims (compared with the evaluator by :mod:`balance_opt.claims`)."""
         return Claims(self.served, self.feasible, self.status, self.bound, bound_given=True)
+
+    def for_file(self, instance_sha256: str, run: RunRecord | None = None) -> Solution:
+        """This solve as a batch files it: the instance file's digest, the run's provenance,
+        and no per-user detail (the parent process writes the file and needs none)."""
+        return replace(self, instance_sha256=instance_sha256, run=run, evaluation=None)
 
     @classmethod
     def not_started(
@@ -280,8 +184,8 @@ class Solution:
         """The document, fields in their fixed order: the one writer of solution files."""
         doc: dict[str, Any] = {"schema": SOLUTION_SCHEMA, "version": FORMAT_VERSION}
         for f in fields(self):
-            if not f.init:
-                continue  # derived (work)
+            if f.name in _IN_PROCESS:
+                continue
             value = getattr(self, f.name)
             if f.name in _WHEN_GIVEN and (value is None or value == {}):
                 continue
@@ -302,12 +206,14 @@ class Solution:
         values: dict[str, Any] = {}
         for f in fields(cls):
             key = _KEYS.get(f.name, f.name)
-            if not f.init:
-                continue  # derived (work)
+            if f.name in _IN_PROCESS:
+                continue
             if f.name not in _WHEN_GIVEN:
                 values[f.name] = c.get(doc, key, "")
             elif key in doc:
                 values[f.name] = doc[key]
+            elif f.default is MISSING and f.default_factory is MISSING:
+                values[f.name] = None  # left out while unknown (instance_sha256)
         if "stats" in values:
             c.obj(doc, "stats", "")
         if "run" in values:
@@ -323,40 +229,26 @@ class Solution:
         return cls.from_dict(parse_json(read_bytes(path), str(path)), str(path))
 
     def summary(self) -> str:
-        """One human line (``solve`` without ``--out``): instance, configuration, status, served of K."""
+        """One human line: instance, configuration (else solver), status, served (of K), bound,
+        z, lambda, verdict, runtime (``solve`` without ``--out``)."""
         run = self.run
         label = f"{self.instance} {self.solver if run is None else run.config}"
-        return summary_line(self, label, None if run is None else run.users)
+        of = f"/{run.users}" if run is not None and run.users else ""
+        bound = "" if self.bound is None else f" bound={self.bound}"
+        lam = "" if self.lam is None else f" lambda={self.lam:g}"
+        tail = f" ({self.error})" if self.error else ""
+        return (
+            f"{label}: {self.status} served={self.served}{of}{bound} z={self.z:g}{lam} "
+            f"feasible={str(self.feasible).lower()} {self.runtime_s:.3f}s{tail}"
+        )
 
 
-class Summarised(Protocol):
-    """The fields a one-line summary shows (a :class:`Solution`, a :class:`~balance_opt.result.Result`)."""
-
-    @property
-    def status(self) -> Status: ...
-    @property
-    def served(self) -> int: ...
-    @property
-    def bound(self) -> int | None: ...
-    @property
-    def z(self) -> float: ...
-    @property
-    def lam(self) -> float | None: ...
-    @property
-    def feasible(self) -> bool: ...
-    @property
-    def runtime_s(self) -> float: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-def summary_line(sol: Summarised, label: str, users: int | None = None) -> str:
-    """The one-line summary of a solve: status, served (of K), bound, z, lambda, verdict, runtime."""
-    bound = "" if sol.bound is None else f" bound={sol.bound}"
-    lam = "" if sol.lam is None else f" lambda={sol.lam:g}"
-    of = f"/{users}" if users else ""
-    tail = f" ({sol.error})" if sol.error else ""
-    return (
-        f"{label}: {sol.status} served={sol.served}{of}{bound} z={sol.z:g}{lam} "
-        f"feasible={str(sol.feasible).lower()} {sol.runtime_s:.3f}s{tail}"
-    )
+__all__ = [
+    "SOLUTION_SCHEMA",
+    "RunRecord",
+    "Solution",
+    "SolutionFile",
+    "check_solution_dict",
+    "read_solution",
+    "recorded_options",
+]

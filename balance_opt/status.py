@@ -6,7 +6,7 @@ and linopy's constants keep them apart:
 - :class:`Termination`: why the solve stopped, in the solver's words or, when the
   solver gave none (it raised, its worker died or was killed), the batch's.
 - :class:`Verdict`: what we hold, the evaluator's verdict on the schedule brought back
-  (with the served count and the proved bound kept beside it in :class:`~balance_opt.result.Result`).
+  (with the served count and the proved bound kept beside it in :class:`~balance_opt.solution.Solution`).
 
 The solution file's ``status`` (:class:`Status`) is derived from the two by
 :func:`reported_status`. All are ``StrEnum``s: each member equals the string written to

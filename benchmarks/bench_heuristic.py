@@ -4,7 +4,7 @@
     python -m benchmarks.bench_heuristic --quick    # a smoke run of a few seconds
 
 Tables: (1) for the fig4, fig5 and tight-memory presets at K = 50, 100, 200, 500, 1000:
-median and largest ``Result.runtime_s`` (wall time of the solve in one process, imports
+median and largest ``Solution.runtime_s`` (wall time of the solve in one process, imports
 excluded), median process CPU time of the solve, served users and peak resident memory,
 over seeds; ``balance-literal`` is not run there (it walks every tuple: seconds at K = 10,
 hours at K = 50) and the table says so; (2) the speed-up over the literal reference
@@ -33,11 +33,11 @@ import numpy as np
 
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.generator import generate
-from balance_opt.result import Result
+from balance_opt.solution import Solution
 from balance_opt.solvers import get_solver
 
 
-def _solve(name: str, preset: str, users: int, seed: int, **options: Any) -> Result:
+def _solve(name: str, preset: str, users: int, seed: int, **options: Any) -> Solution:
     inst = generate(preset, users=users, seed=seed)
     return get_solver(name, **options).solve(inst)
 

@@ -6,7 +6,7 @@
 
 For each set and each K: served / optimum (mean and smallest) over the instances whose
 optimum is proved (``reference.csv``: status ``optimal``, column ``best_known``), and the
-median ``Result.runtime_s`` of the solve (wall time in this process, one job at a time).
+median ``Solution.runtime_s`` of the solve (wall time in this process, one job at a time).
 Sets with open instances (``large``) are compared with their best known value instead, and
 the table says so. Every schedule is the evaluator's (an infeasible one counts 0 served).
 """

@@ -5,7 +5,7 @@
 
 For fig4 instances at K = 1000 (seeds 1-5), each tree runs, in its own process, one job at
 a time: reading the instance file (JSON parse and every value rule) and the ``balance``
-solve (``Result.runtime_s``, which includes the check of the solver's claims by the
+solve (``Solution.runtime_s``, which includes the check of the solver's claims by the
 evaluator); medians over ``--repeats`` runs per seed, then the median over seeds. The
 ratio is this tree's time over the other's.
 """

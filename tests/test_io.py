@@ -160,7 +160,7 @@ def test_solution_document_of_a_result_validates(tmp_path: Path) -> None:
     inst = read_instance(TINY)
     schedule = Schedule(0.5, np.array([1, 2], dtype=np.int8))
     result = make_result(inst, "hand", {}, SolverOutput(schedule, Termination.COMPLETED, objective=2), 0.01)
-    doc = result.to_solution(inst, sha256_bytes(read_bytes(TINY)))
+    doc = result.for_file(sha256_bytes(read_bytes(TINY))).to_dict()
     path = tmp_path / "sol.json"
     path.write_text(json.dumps(doc))
     back = read_solution(path, inst)

@@ -246,7 +246,7 @@ def test_time_limit_gives_schedule_and_bound(name: str) -> None:
     assert res.bound is not None
     assert res.bound >= res.served
     assert res.runtime_s < 0.5 * 1.1 + 1.0  # the limit, plus building the models
-    assert res.to_solution(inst, "0" * 64)["options"]["time_limit_s"] == 0.5
+    assert res.to_dict()["options"]["time_limit_s"] == 0.5
 
 
 @pytest.mark.xdist_group("wallclock")

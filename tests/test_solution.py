@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ from balance_opt.evaluator import Schedule
 from balance_opt.files import dumps, parse_json, read_bytes, sha256_bytes
 from balance_opt.instance import Instance
 from balance_opt.io import instance_bytes
-from balance_opt.result import Result, SolverOutput, make_result, unsolved_result
+from balance_opt.result import SolverOutput, make_result, unsolved_result
 from balance_opt.solution import (
     SOLUTION_SCHEMA,
     RunRecord,
@@ -46,7 +47,7 @@ WRITTEN_ORDER = (
 )  # fmt: skip
 
 
-def literal_document(res: Result, inst: Instance, sha: str, run: RunRecord | None) -> dict[str, Any]:
+def literal_document(res: Solution, inst: Instance, sha: str, run: RunRecord | None) -> dict[str, Any]:
     """The document of ``res`` spelled out, one field at a time, in docs/formats.md's order."""
     doc: dict[str, Any] = {"schema": "balance-opt/solution", "version": 1}
     doc["instance"] = inst.name
@@ -124,7 +125,13 @@ def test_the_writer_against_the_document_spelled_out(
     else:
         out = SolverOutput(schedule, termination, lam=0.3, bound=bound, objective=objective, stats={"n": 1})
         res = make_result(inst, "hand", {"seed": 3}, out, 0.25)
-    sol = res.solution(inst, SHA, run)
+    # the record in process: the evaluator's detail, the schedule solved
+    assert res.evaluation is not None
+    assert res.evaluation.feasible == res.feasible
+    assert res.schedule.z == schedule.z or unsolved
+    assert np.array_equal(res.schedule.modes, schedule.modes) or unsolved
+    sol = res.for_file(SHA, run)
+    assert sol.evaluation is None  # a batch worker sends no per-user detail back
     doc = sol.to_dict()
     assert doc == literal_document(res, inst, SHA, run)
     assert tuple(doc)[: len(WRITTEN_ORDER)] == WRITTEN_ORDER
@@ -133,7 +140,11 @@ def test_the_writer_against_the_document_spelled_out(
     assert back == sol
     assert dumps(back.to_dict()) == dumps(doc)
     check_solution_dict(doc, "s.json", inst)
-    assert res.to_solution(inst, SHA) == replace(sol, run=None).to_dict()
+    # an in-process solve knows no instance file: its document names the instance only
+    alone = res.to_dict()
+    assert "instance_sha256" not in alone
+    assert alone == {k: v for k, v in replace(sol, run=None).to_dict().items() if k != "instance_sha256"}
+    assert Solution.from_dict(alone).instance_sha256 is None
 
 
 @settings(max_examples=300, deadline=None)
@@ -213,7 +224,7 @@ def test_an_unreadable_instance_has_every_field_of_a_crash() -> None:
     sol = bad_instance_solution(task, "i.json: name: is required but missing")
     bad = sol.to_dict()
     crash = unsolved_result(inst, "ad-only", task.options(), 0.1, Termination.CRASHED, "boom")
-    assert list(bad) == list(crash.solution(inst, task.sha256, run_record(task, inst)).to_dict())
+    assert list(bad) == list(crash.for_file(task.sha256, run_record(task, inst)).to_dict())
     assert bad["options"] == recorded_options(cfg.options, 4, 2.0) == {"seed": 4, "time_limit_s": 2.0}
     assert (bad["status"], bad["termination"], bad["run"]["users"]) == ("error", "refused", None)
     # a task is a frozen record that crosses process boundaries whole

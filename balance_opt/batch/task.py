@@ -29,7 +29,8 @@ from balance_opt.errors import InputError, SolveRefused
 from balance_opt.instance import Instance
 from balance_opt.io import dumps
 from balance_opt.result import unsolved_result
-from balance_opt.solution import RunRecord, Solution, check_solution_dict, recorded_options
+from balance_opt.solution import RunRecord, Solution, recorded_options
+from balance_opt.solution_checks import check_solution_dict
 from balance_opt.status import Termination
 
 
@@ -115,7 +116,7 @@ def failed_solution(task: Task, termination: Termination, message: str, runtime_
     except InputError as exc:
         return bad_instance_solution(task, str(exc))
     res = unsolved_result(inst, task.config.solver, task.options(), runtime_s, termination, message)
-    return res.solution(inst, task.sha256, run_record(task, inst))
+    return res.for_file(task.sha256, run_record(task, inst))
 
 
 def solution_text(task: Task, sol: Solution) -> tuple[Solution, str]:
@@ -175,4 +176,4 @@ def solve_task(task: Task) -> Solution:
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
         message = f"{type(exc).__name__}: {exc}{where}"
         return failed_solution(task, Termination.CRASHED, message, time.perf_counter() - start)
-    return res.solution(inst, task.sha256, run_record(task, inst))
+    return res.for_file(task.sha256, run_record(task, inst))

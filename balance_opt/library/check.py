@@ -31,7 +31,7 @@ from balance_opt.io import (
 from balance_opt.library.aliases import GENERATED_NAME, generated_sha256
 from balance_opt.library.reference import read_reference
 from balance_opt.library.verify import set_folders
-from balance_opt.solution import SolutionFile
+from balance_opt.solution_checks import SolutionFile
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 

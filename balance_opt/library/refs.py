@@ -41,7 +41,8 @@ from balance_opt.library.reference import (
     write_ledger,
     write_reference,
 )
-from balance_opt.solution import Solution, SolutionFile
+from balance_opt.solution import Solution
+from balance_opt.solution_checks import SolutionFile
 from balance_opt.solvers.milp.options import BEST_KNOWN
 from balance_opt.status import Status
 

@@ -17,7 +17,7 @@ from balance_opt.errors import InputError
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.io import read_bytes, read_instance, sha256_bytes
 from balance_opt.library.reference import ALL_SERVED, HEURISTICS, REFERENCE, proving_solvers, read_reference
-from balance_opt.solution import SolutionFile
+from balance_opt.solution_checks import SolutionFile
 
 
 def set_folders(paths: Iterable[Path]) -> list[Path]:

@@ -1,4 +1,4 @@
-"""What every solver is: one signature, ``solve(instance, *, time_limit, seed, hint) -> Result``,
+"""What every solver is: one signature, ``solve(instance, *, time_limit, seed, hint) -> Solution``,
 and what it declares about itself (:class:`Option` per option, what it proves, what it needs).
 """
 
@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Literal
 from balance_opt.errors import SolverUnavailable
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
-from balance_opt.result import Result, SolverOutput, make_result
-from balance_opt.solution import recorded_options
+from balance_opt.result import SolverOutput, make_result
+from balance_opt.solution import Solution, recorded_options
 
 # The problem whose optima a solver proves: P1 (the model's problem) or P2 (P1 with the
 # memory split fixed by lambda); None for a heuristic, whose schedules are only feasible.
@@ -164,7 +164,7 @@ class Solver(ABC):
     """Base class: subclasses implement :meth:`_solve`; :meth:`solve` times and checks it.
 
     A subclass declares, once: its ``name``; ``option_specs``, every option with its
-    default and domain (checked when the solver is made, and recorded in every Result);
+    default and domain (checked when the solver is made, and recorded in every Solution);
     ``proves``; and ``requires``, the optional modules it needs (``install`` says how to
     get them).
     """
@@ -213,7 +213,7 @@ class Solver(ABC):
         time_limit: float | None = None,
         seed: int = 0,
         hint: Schedule | None = None,
-    ) -> Result:
+    ) -> Solution:
         """Solve ``instance``; the evaluator decides ``feasible`` and ``served``."""
         available = self.availability()
         if not available:
