@@ -13,6 +13,7 @@ from balance_opt.instance import Instance, LanguageModel, Server
 from balance_opt.io import read_instance, read_solution, write_instance
 from balance_opt.result import SolverOutput
 from balance_opt.solution import Solution
+from balance_opt.solution_checks import SolutionFile
 from balance_opt.solvers import get_solver, register, solver_names
 from balance_opt.solvers.base import Option, Solver
 from balance_opt.status import Status, Termination
@@ -31,6 +32,7 @@ __all__ = [
     "Schedule",
     "Server",
     "Solution",
+    "SolutionFile",
     "Solver",
     "SolverOutput",
     "Status",

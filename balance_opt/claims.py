@@ -111,14 +111,16 @@ def contradiction(claims: Claims) -> tuple[str, str] | None:
     return None
 
 
-def instance_mismatch(doc: Mapping[str, Any], name: str, sha256: str, where: str) -> tuple[str, str] | None:
-    """``(field, rule)`` when a solution document names another instance than ``name``.
+def instance_mismatch(
+    claimed: str | None, claimed_sha: str | None, name: str, sha256: str, where: str
+) -> tuple[str, str] | None:
+    """``(field, rule)`` when a solution naming ``claimed`` (its ``instance``, None if
+    absent) with ``claimed_sha`` (its ``instance_sha256``) names another instance than ``name``.
 
     The instance is the file ``where`` with digest ``sha256``. ``instance_sha256``, when
     present, decides (docs/formats.md); else ``instance`` must be the name. The rule says
     which instance the solution names.
     """
-    claimed_sha, claimed = doc.get("instance_sha256"), doc.get("instance")
     if claimed_sha is not None and claimed_sha != sha256:
         named = (
             f"instance {claimed!r}"

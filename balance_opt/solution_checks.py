@@ -1,9 +1,9 @@
 """The rules of any solution file (docs/formats.md) and its reader.
 
-:func:`check_solution_dict` / :func:`read_solution` accept any solution file, down to the
-five required fields an outside tool writes, and return the document as a dict;
-:class:`SolutionFile` is the same file as a record (None where a field is absent). The
-document balance-opt writes, every field typed, is :class:`~balance_opt.solution.Solution`.
+:func:`check_solution_dict` accepts any solution document, down to the five required
+fields an outside tool writes; :func:`read_solution` reads such a file as a
+:class:`SolutionFile`, a record with None where a field is absent. The document
+balance-opt writes, every field typed, is :class:`~balance_opt.solution.Solution`.
 
 The document's rules are stated once, in :func:`broken_rule`: an ``error`` message goes
 with status ``"error"``, and the claims do not contradict each other
@@ -14,11 +14,11 @@ served). Claims against the evaluator are :mod:`balance_opt.claims`' business.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from balance_opt.claims import Claims, contradiction
+from balance_opt.claims import Claims, contradiction, instance_mismatch
 from balance_opt.files import Checker, check_header, parse_json, read_bytes
 from balance_opt.instance import NON_NEGATIVE, UNIT, Instance, Rule
 from balance_opt.instance import show_value as _show
@@ -107,18 +107,23 @@ def _check_optional_claims(c: Checker, doc: Mapping[str, Any]) -> None:
         c.string(doc, "error", "")
 
 
-def read_solution(path: str | Path, inst: Instance | None = None) -> dict[str, Any]:
-    """Read and validate a solution file, as a dict (:meth:`SolutionFile.read` gives the record)."""
-    return check_solution_dict(parse_json(read_bytes(path), str(path)), str(path), inst)
+def read_solution(path: str | Path, inst: Instance | None = None) -> SolutionFile:
+    """Read and check any solution file (and, given the instance, its user ids), typed.
+
+    The same as :meth:`SolutionFile.read`; the validated document is its ``document``.
+    """
+    return SolutionFile.read(path, inst)
 
 
 @dataclass(frozen=True)
 class SolutionFile:
     """Any solution file, typed: the required fields, and each optional one None where absent.
 
-    The reader of files from elsewhere (``check``, the library's stored schedules), which
-    may hold no more than ``z``, ``assignment`` and the instance's name or digest; a file
-    balance-opt wrote reads whole as a :class:`Solution`.
+    The reader of files from elsewhere (``check``, ``evaluate``, ``simulate``, the library's
+    stored schedules), which may hold no more than ``z``, ``assignment`` and the instance's
+    name or digest; a file balance-opt wrote also reads whole as a
+    :class:`~balance_opt.solution.Solution`. ``document`` is the checked document itself,
+    for the fields no record names (``stats``, ``run``, an outside tool's own).
     """
 
     z: float
@@ -132,10 +137,19 @@ class SolutionFile:
     bound_given: bool = False  # a ``bound`` field is present (null: no bound proved)
     feasible: bool | None = None
     error: str | None = None
+    lam: float | None = None
+    runtime_s: float | None = None
+    termination: Termination | None = None
+    document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def claims(self) -> Claims:
         """What the file claims; absent fields claim nothing."""
         return Claims(self.served, self.feasible, self.status, self.bound, self.bound_given)
+
+    def other_instance(self, name: str, sha256: str, where: str) -> tuple[str, str] | None:
+        """``(field, rule)`` when the file names another instance than ``where`` (see
+        :func:`~balance_opt.claims.instance_mismatch`), else None."""
+        return instance_mismatch(self.instance, self.instance_sha256, name, sha256, where)
 
     @classmethod
     def from_dict(cls, doc: Any, source: str = "<solution>", inst: Instance | None = None) -> SolutionFile:
@@ -143,10 +157,12 @@ class SolutionFile:
         doc = check_solution_dict(doc, source, inst)
         claims = Claims.of_document(doc)
         status = None if claims.status is None else Status(claims.status)
-        optional = {k: doc.get(k) for k in ("instance", "instance_sha256", "solver", "error")}
+        termination = None if doc.get("termination") is None else Termination(doc["termination"])
+        optional = {k: doc.get(k) for k in ("instance", "instance_sha256", "solver", "error", "runtime_s")}
         return cls(
             doc["z"], doc["assignment"], **optional, status=status, served=claims.served,
             bound=claims.bound, bound_given=claims.bound_given, feasible=claims.feasible,
+            lam=doc.get("lambda"), termination=termination, document=doc,
         )  # fmt: skip
 
     @classmethod

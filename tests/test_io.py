@@ -130,7 +130,7 @@ def test_valid_fixtures_round_trip_to_identical_bytes() -> None:
         if kind == "instance":
             assert instance_bytes(doc) == path.read_bytes(), path
     sol = read_solution(VALID / "tiny-K2-solution.json", read_instance(TINY))
-    assert sol["instance_sha256"] == sha256_bytes(read_bytes(TINY))
+    assert sol.instance_sha256 == sha256_bytes(read_bytes(TINY))
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -164,8 +164,8 @@ def test_solution_document_of_a_result_validates(tmp_path: Path) -> None:
     path = tmp_path / "sol.json"
     path.write_text(json.dumps(doc))
     back = read_solution(path, inst)
-    assert back["served"] == evaluate(inst, schedule).served == 2
-    assert back["feasible"] is True
+    assert back.served == evaluate(inst, schedule).served == 2
+    assert back.feasible is True
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,7 @@ def test_failures_become_rows_and_the_batch_goes_on(tmp_path: Path) -> None:
     fields: dict[tuple[str, str], list[str]] = {}
     for path in (tmp_path / "run" / "solutions").iterdir():
         assert path.suffix == ".json", path
-        doc = read_solution(path)
+        doc = read_solution(path).document
         why[doc["run"]["stem"], doc["run"]["config"]] = doc["termination"]
         fields[doc["run"]["stem"], doc["run"]["config"]] = list(doc)
     # one writer: an unreadable instance's document has a crash's fields, in the same order
@@ -125,7 +125,7 @@ def test_a_file_that_is_no_solution_is_solved_again_and_gets_its_row(tmp_path: P
     path.write_text(json.dumps({k: doc[k] for k in ("schema", "version", "instance_sha256", "run")}))
     again = run_batch([inst], [config], tmp_path / "run")
     assert (again.solved, again.skipped) == (1, 0)
-    assert read_solution(path)["status"] == "feasible"
+    assert read_solution(path).status == "feasible"
     assert list(table(tmp_path / "run")["status"]) == ["feasible"]
 
 

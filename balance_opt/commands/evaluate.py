@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from balance_opt.evaluator import Evaluation, Schedule
     from balance_opt.instance import Instance
     from balance_opt.mode_comparison import ModeComparison
+    from balance_opt.solution_checks import SolutionFile
 
 
 def register(sub: Any) -> None:
@@ -80,44 +80,47 @@ def parse_assign(inst: Instance, text: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class SolutionFile:
+class Source:
     """The solution file a schedule came from: what it claims, and whether it names the instance."""
 
     path: str
-    doc: Mapping[str, Any]  # the validated document
+    file: SolutionFile  # the checked file, typed
     instance_sha256_matches: bool | None  # None: the file gives no digest
 
     def json_fields(self, mismatches: list[str]) -> dict[str, Any]:
         """What ``--json`` adds about the file, after the evaluation's own fields."""
+        f = self.file
         return {
             "solution": self.path,
-            "solver": self.doc.get("solver"),
-            "status": self.doc.get("status"),
+            "solver": f.solver,
+            "status": None if f.status is None else str(f.status),
             "instance_sha256_matches": self.instance_sha256_matches,
-            "claimed_served": self.doc.get("served"),
-            "claimed_feasible": self.doc.get("feasible"),
+            "claimed_served": f.served,
+            "claimed_feasible": f.feasible,
             "claim_mismatches": mismatches,
         }
 
 
-def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, SolutionFile | None]:
+def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, Source | None]:
     """The schedule to evaluate and, when it comes from a file, that file."""
     from balance_opt.errors import UsageError
     from balance_opt.evaluator import Schedule
-    from balance_opt.io import check_solution_dict, read_bytes, read_solution, sha256_bytes
+    from balance_opt.io import read_bytes, read_solution, sha256_bytes
+    from balance_opt.solution_checks import SolutionFile
 
     if args.solution is not None:
         if args.z is not None or args.assign is not None:
             raise UsageError("give either a SOLUTION file or --z/--assign, not both")
-        doc = read_solution(args.solution)
+        sol = read_solution(args.solution)
         data = read_bytes(args.instance)
         if not args.other_instance:
-            _same_instance(doc, str(args.solution), inst, data, str(args.instance))
-        check_solution_dict(doc, str(args.solution), inst)  # the user ids, once the instance is right
-        sha = doc.get("instance_sha256")
+            _same_instance(sol, str(args.solution), inst, data, str(args.instance))
+        # the user ids, once the instance is right
+        sol = SolutionFile.from_dict(sol.document, str(args.solution), inst)
+        sha = sol.instance_sha256
         matches = None if sha is None else sha == sha256_bytes(data)
-        schedule = Schedule.from_assignment(inst, doc["z"], doc["assignment"])
-        return schedule, SolutionFile(str(args.solution), doc, matches)
+        schedule = Schedule.from_assignment(inst, sol.z, sol.assignment)
+        return schedule, Source(str(args.solution), sol, matches)
     if args.other_instance:
         raise UsageError("--other-instance goes with a SOLUTION file")
     if args.z is None:
@@ -128,13 +131,12 @@ def _schedule(args: argparse.Namespace, inst: Instance) -> tuple[Schedule, Solut
     return Schedule.from_assignment(inst, args.z, assignment), None
 
 
-def _same_instance(doc: dict[str, Any], source: str, inst: Instance, data: bytes, where: str) -> None:
+def _same_instance(sol: SolutionFile, source: str, inst: Instance, data: bytes, where: str) -> None:
     """Bad input unless the solution names ``inst`` (checked before its user ids, to say why)."""
-    from balance_opt.claims import instance_mismatch
     from balance_opt.errors import InputError
     from balance_opt.io import sha256_bytes
 
-    other = instance_mismatch(doc, inst.name, sha256_bytes(data), where)
+    other = sol.other_instance(inst.name, sha256_bytes(data), where)
     if other is not None:
         raise InputError(source, other[0], other[1] + " (--other-instance evaluates it anyway)")
 
@@ -170,20 +172,18 @@ def handle(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_infeasible and failed else 0
 
 
-def _warn_about_claims(
-    args: argparse.Namespace, inst: Instance, source: SolutionFile, ev: Evaluation
-) -> list[str]:
+def _warn_about_claims(args: argparse.Namespace, inst: Instance, source: Source, ev: Evaluation) -> list[str]:
     """The claims the evaluator refutes, each also a warning on standard error, after those
     about a solution that names another instance."""
-    from balance_opt.claims import Claims, mismatches
+    from balance_opt.claims import mismatches
 
-    doc = source.doc
+    sol = source.file
     warnings = []
     if source.instance_sha256_matches is False:
         warnings.append(f"instance_sha256 does not match {args.instance}")
-    if doc.get("instance", inst.name) != inst.name:
-        warnings.append(f"names instance {doc['instance']!r}, but {args.instance} is {inst.name!r}")
-    found = mismatches(Claims.of_document(doc), ev)
+    if sol.instance is not None and sol.instance != inst.name:
+        warnings.append(f"names instance {sol.instance!r}, but {args.instance} is {inst.name!r}")
+    found = mismatches(sol.claims(), ev)
     for w in [*warnings, *(("FALSE PROOF: " if m.false_proof else "") + m.message for m in found)]:
         print(f"balance-opt evaluate: warning: {args.solution}: {w}", file=sys.stderr)
     return [m.message for m in found]

@@ -41,12 +41,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.trials < 1 or args.seed < 0 or not 0.0 <= args.output_cv < 100.0:
         raise UsageError("--trials must be >= 1, --seed >= 0 and --output-cv in [0, 100)")
     inst = read_instance(args.instance)
-    doc = read_solution(args.solution, inst)
-    schedule = Schedule.from_assignment(inst, doc["z"], doc["assignment"])
+    sol = read_solution(args.solution, inst)
+    schedule = Schedule.from_assignment(inst, sol.z, sol.assignment)
     result = simulate(inst, schedule, args.trials, args.seed, args.output_cv)
     out = summary(inst, schedule, result, args.seed, args.output_cv)
     # the random model reads only LO, A and LD; the plan (sd_iterations) is the file's
-    sha = doc.get("instance_sha256")  # optional (docs/formats.md): null when the file has none
+    sha = sol.instance_sha256  # optional (docs/formats.md): None when the file has none
     out["instance_sha256_matches"] = None if sha is None else sha == sha256_bytes(read_bytes(args.instance))
     if args.json:
         print(json.dumps(out, allow_nan=False))

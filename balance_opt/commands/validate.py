@@ -67,15 +67,19 @@ def handle(args: argparse.Namespace) -> int:
 
 def _claims_against(doc: dict[str, Any], source: str, inst: Instance, data: bytes, where: str) -> list[str]:
     """The solution must name ``inst`` and fit it (InputError); its refuted claims, one line each."""
-    from balance_opt.claims import Claims, instance_mismatch, mismatches
+    from balance_opt.claims import instance_mismatch, mismatches
     from balance_opt.errors import InputError
     from balance_opt.evaluator import Schedule, evaluate
-    from balance_opt.io import check_solution_dict, sha256_bytes
+    from balance_opt.io import sha256_bytes
+    from balance_opt.solution_checks import SolutionFile
 
-    other = instance_mismatch(doc, inst.name, sha256_bytes(data), where)
+    # the instance it names first (to say why), then its user ids
+    other = instance_mismatch(
+        doc.get("instance"), doc.get("instance_sha256"), inst.name, sha256_bytes(data), where
+    )
     if other is not None:
         raise InputError(source, *other)
-    check_solution_dict(doc, source, inst)
-    ev = evaluate(inst, Schedule.from_assignment(inst, doc["z"], doc["assignment"]))
-    found = mismatches(Claims.of_document(doc), ev)
+    sol = SolutionFile.from_dict(doc, source, inst)
+    ev = evaluate(inst, Schedule.from_assignment(inst, sol.z, sol.assignment))
+    found = mismatches(sol.claims(), ev)
     return [("FALSE PROOF: " if m.false_proof else "claim mismatch: ") + m.message for m in found]

@@ -112,14 +112,14 @@ def solve_all(st: Settings, nominal: list[Path]) -> dict[str, SolverConfig]:
 def simulate_row(inst_path: Path, sol_path: Path, st: Settings) -> dict[str, Any]:
     """One schedule, simulated: the nominal promise beside what the trials deliver."""
     inst = read_instance(inst_path)
-    doc = read_solution(sol_path, inst)
-    schedule = Schedule.from_assignment(inst, doc["z"], doc["assignment"])
+    sol = read_solution(sol_path, inst)
+    schedule = Schedule.from_assignment(inst, sol.z, sol.assignment)
     res = simulate(inst, schedule, st.trials, st.sim_seed)
     out = summary(inst, schedule, res, st.sim_seed)
     out.pop("users")
     return {
-        "status": doc["status"],
-        "runtime_s": doc["runtime_s"],
+        "status": None if sol.status is None else str(sol.status),
+        "runtime_s": sol.runtime_s,
         **{k: v for k, v in out.items() if k not in ("trials", "seed", "output_cv")},
     }
 
