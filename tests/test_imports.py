@@ -149,16 +149,18 @@ def test_layers_import_only_downward() -> None:
 
 
 # Inside the solvers layer: what each solver family may import besides itself (dotted
-# prefixes under balance_opt.solvers). The heuristics are the bottom; common/ holds what
+# prefixes under balance_opt.solvers). The incumbent rule (one module, the evaluator's
+# judgement of a candidate) is below all; the heuristics are the bottom family; common/ holds what
 # two proving families share (bounds, eligibility, warm start, HiGHS output) and reaches
 # the heuristics for Algorithms 1 and 2; no proving family imports another or the
 # heuristics directly. The registry (balance_opt.solvers itself) names every family.
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "heuristic": ("base",),
-    "common": ("heuristic",),
+    "incumbent": (),
+    "heuristic": ("base", "incumbent"),
+    "common": ("heuristic", "incumbent"),
     "exhaustive": ("base", "common"),
-    "milp": ("base", "common"),
-    "exact": ("base", "common"),
+    "milp": ("base", "common", "incumbent"),
+    "exact": ("base", "common", "incumbent"),
 }
 
 

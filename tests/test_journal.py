@@ -66,7 +66,8 @@ def test_a_replayed_refutation_ends_as_the_solves_it_replays(
     for backend in (stalling_scip(stalls, None), never):
         st_z, options = refutation_at(inst, z, floor, parts, by, depth=2)
         options = replace(options, z_time_limit=60.0)  # a stopped solve is replayed only with a limit
-        empty = _Incumbent(Schedule.empty(inst.num_users, z), 0, 0, "empty")
+        nobody = Schedule.empty(inst.num_users, z)
+        empty = _Incumbent(nobody, nobody, 0, "empty", claimed=0)
         inc = _refute_by_parts(
             inst, journaled(backend, journal, "milp-scip"), st_z, empty, floor, None, options
         )

@@ -118,7 +118,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, p
 
     z = inst.server.z_grid[len(inst.server.z_grid) // 2]
     opt = optimum_at(inst, z)
-    empty = _Incumbent(Schedule.empty(inst.num_users, z), 0, 0, "empty")
+    empty = _Incumbent(Schedule.empty(inst.num_users, z), Schedule.empty(inst.num_users, z), 0, "empty")
     for floor, refuted in ((opt, True), (opt - 1, False)):
         if floor < 0:
             continue

@@ -95,7 +95,7 @@ def test_a_refutation_with_bisected_parts_agrees_with_enumeration(
     opt = optimum_at(inst, z)
     for floor in (opt, opt - 1) if opt > 0 else (opt,):
         st_z, options = refutation_at(inst, z, floor, parts, by, depth=3)
-        empty = _Incumbent(Schedule.empty(inst.num_users, z), 0, 0, "empty")
+        empty = _Incumbent(Schedule.empty(inst.num_users, z), Schedule.empty(inst.num_users, z), 0, "empty")
         stalling = stalling_scip(stalls, 2.0 * inst.num_users if stall_bound else None)
         inc = _refute_by_parts(inst, stalling, st_z, empty, floor, None, options)
         record = st_z.stats["split"]

@@ -16,10 +16,10 @@ from balance_opt.solvers.heuristic.blocks import Counters
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.mode_search import (
     AdByShare,
-    Incumbent,
     ModeSearches,
     PlusOutcome,
     SearchBudget,
+    first_incumbent,
     improve_at,
     seed_shares,
 )
@@ -45,12 +45,12 @@ def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | No
     stats = Counters()
     ad = tuple(np.flatnonzero(schedule.modes == AD).tolist())
     sd = tuple(np.flatnonzero(schedule.modes == SD).tolist())
-    inc = Incumbent(inst, PlusOutcome(schedule.z, None, ad, sd), stats)
+    inc = first_incumbent(inst, PlusOutcome(schedule.z, None, ad, sd))
     shares = seed_shares([*inst.server.lambda_grid, 1.0], SPLITS)
     ms = ModeSearches(inst, z, stats, SearchBudget(max(1, EFFORT // max(1, inst.num_users))), until)
     start = [(ad, sd)] if schedule.z == z else []
     improve_at(inc, ms, shares, AdByShare(inst, [z], shares, stats).at(z), start, CUTS)
-    return inc.best.schedule(inst) if inc.best.served > len(ad) + len(sd) else None
+    return inc.best.schedule(inst) if inc.served > len(ad) + len(sd) else None
 
 
 __all__ = ["balance_fast", "balance_schedule", "improve_at_z"]

@@ -91,12 +91,14 @@ def solve_exact(
     the search after that many boxes, and its ``IMPROVE_AT`` share starts the improvement
     instead of the clock: without a time limit, bound and schedule are the same on every
     machine."""
-    from balance_opt.solvers.exact.search import BoxSearch, Incumbent
+    from balance_opt.solvers.exact.search import BoxSearch
+    from balance_opt.solvers.incumbent import Incumbent
 
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
     grid = _servable(inst)
-    incumbent = Incumbent(Schedule.empty(inst.num_users, grid[0]), 0)
+    nobody = Schedule.empty(inst.num_users, grid[0])
+    incumbent = Incumbent(nobody, nobody, 0, "empty")  # feasible: the weights fit at grid[0]
     search = BoxSearch(inst, incumbent, deadline, threads, work_limit)
     try:
         return _search(search, inst, grid, start, time_limit, hint, warm_start, improve)
@@ -131,10 +133,10 @@ def _search(
     from balance_opt.solvers.common.warm_start import balance_fast
 
     if hint is not None:
-        search.offer(hint)
+        search.offer(hint, "hint")
     if warm:  # under a limit, leave most of it to the bounds and the search
         until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
-        search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst))
+        search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst), "heuristic")
     proved = True
     for z in grid:
         if search.out_of_time():
@@ -159,6 +161,7 @@ def _search(
     stats = {
         **counters,
         "work_units": search.stats.boxes,  # boxes taken from the heap (option work_limit)
+        "incumbent_source": search.inc.source,  # what found the schedule returned
         "z_searched": [f"{z:g}" for z in search.zdata],
         "per_z": per_z,
         "trace": [list(t) for t in trace],  # (seconds, served, bound) whenever either changes
@@ -188,7 +191,7 @@ def _improve(search: BoxSearch, inst: Instance, until: float | None, count: int)
             break
         better = improve_at_z(inst, z, search.inc.schedule, until)
         if better is not None:
-            search.offer(better)
+            search.offer(better, "improve")
     search.stats.improve_s = round(time.perf_counter() - started, 4)
 
 

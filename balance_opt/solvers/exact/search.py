@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluator import Schedule, evaluate
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
 from balance_opt.solvers.common.warm_start import balance_fast
@@ -34,18 +34,10 @@ from balance_opt.solvers.exact.memory import first_bounds
 from balance_opt.solvers.exact.pairs import LimitPairs
 from balance_opt.solvers.exact.ranges import tighten
 from balance_opt.solvers.exact.warm_lp import WarmLp
+from balance_opt.solvers.incumbent import Incumbent
 
 SPLIT_WEIGHTS = (1, 2, 1, 2)  # DA, L1, DS, L3: the padding ranges count double when splitting
 LEAF_DIMS = 4  # DA, L1, DS, L3 single: a leaf; L4 is split only when a leaf stays open
-
-
-@dataclass
-class Incumbent:
-    """The best evaluator-accepted schedule so far."""
-
-    schedule: Schedule
-    served: int
-    lam: float | None = None
 
 
 @dataclass
@@ -71,7 +63,7 @@ class BoxSearch:
     def __init__(
         self,
         inst: Instance,
-        incumbent: Incumbent,
+        incumbent: Incumbent[Schedule],
         deadline: float | None,
         threads: int = 1,
         work_limit: int | None = None,
@@ -132,15 +124,12 @@ class BoxSearch:
         top = -self.heap[0][0] if self.heap else 0
         return max([self.inc.served, top, *self.outside])
 
-    def offer(self, schedule: Schedule) -> int:
-        """Evaluate ``schedule``; keep it when it beats the incumbent. Its served count."""
-        ev = evaluate(self.inst, schedule)
-        if not ev.feasible:
-            self.stats.rejected += 1
-            return -1
-        if ev.served > self.inc.served:
-            self.inc = Incumbent(schedule, ev.served)
-        return ev.served
+    def offer(self, schedule: Schedule, source: str = "box") -> int:
+        """Offer ``schedule`` to the incumbent; its served count as the evaluator judges it
+        (-1: rejected)."""
+        offer = self.inc.offer(self.inst, schedule, schedule, source)
+        self.stats.rejected += offer.rejected
+        return offer.served
 
     # --- setup ----------------------------------------------------------------------
 
@@ -165,7 +154,7 @@ class BoxSearch:
             if alone[mode] > self.inc.served:  # it counts: the exact optimum and its schedule (Prop. 4, 5)
                 ranks = ranks or Ranks(self.inst, z)
                 alone[mode] = min(alone[mode], ranks.rank(mode, users.tolist()))
-                self.offer(balance_fast(self.inst, [z], [lam]).schedule(self.inst))
+                self.offer(balance_fast(self.inst, [z], [lam]).schedule(self.inst), "single_mode")
         self.outside.append(max(alone.values()))
         root = zd.root()
         value = None

@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from balance_opt.evaluator import Schedule, evaluate
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import ad_mode, sd_mode
 from balance_opt.solvers.heuristic.alg1 import AdSearch, AdTuple
 from balance_opt.solvers.heuristic.alg2 import SdContext, SdSearch
 from balance_opt.solvers.heuristic.blocks import Counters, FloatArray, Hit, IntArray, search_leaf, tuple_range
 from balance_opt.solvers.heuristic.bounds import rows_in_groups
+from balance_opt.solvers.incumbent import Incumbent
 
 Users = tuple[int, ...]
 
@@ -151,30 +152,28 @@ class ModeSearches:
         return tuple(int(allowed[u]) for u in found[1].users) if found is not None else None
 
 
-class Incumbent:
-    """The best schedule so far, as the evaluator counts it; a candidate must beat it to replace it."""
+def offer(inc: Incumbent[PlusOutcome], ms: ModeSearches, ad: Users, sd: Users, how: str) -> bool:
+    """Offer ``(ms.z, ad, sd)`` to the incumbent; True when it won (counted as ``won_<how>``).
 
-    def __init__(self, inst: Instance, first: PlusOutcome, stats: Counters) -> None:
-        self.inst, self.stats = inst, stats
-        self.best = first
-        ev = evaluate(inst, first.schedule(inst))
-        self.value = ev.served if ev.feasible else 0
-
-    def offer(self, z: float, ad: Users, sd: Users, how: str) -> bool:
-        """Keep ``(z, ad, sd)`` if the evaluator accepts it and it serves more than the incumbent."""
-        if len(ad) + len(sd) <= self.value:
-            return False
-        cand = PlusOutcome(z, None, ad, sd)
-        ev = evaluate(self.inst, cand.schedule(self.inst))
-        if not ev.feasible or ev.served <= self.value:
-            self.stats.add("rejected")
-            return False
-        self.best, self.value = cand, ev.served
-        self.stats.add(f"won_{how}")
-        return True
+    A candidate with no more users in a mode than the incumbent serves cannot win and is
+    not evaluated; one the evaluator turns down or that serves no more is ``rejected``.
+    """
+    if len(ad) + len(sd) <= inc.served:
+        return False
+    cand = PlusOutcome(ms.z, None, ad, sd)
+    if not inc.offer(ms.inst, cand, cand.schedule(ms.inst), how).won:
+        ms.stats.add("rejected")
+        return False
+    ms.stats.add(f"won_{how}")
+    return True
 
 
-def alternate(inc: Incumbent, ms: ModeSearches, ad: Users, sd: Users) -> None:
+def first_incumbent(inst: Instance, first: PlusOutcome) -> Incumbent[PlusOutcome]:
+    """The incumbent balance-plus's searches start from: ``first`` as the evaluator counts it."""
+    return Incumbent.judged(inst, first, first.schedule(inst), "start")
+
+
+def alternate(inc: Incumbent[PlusOutcome], ms: ModeSearches, ad: Users, sd: Users) -> None:
     """Re-choose the SD set for the AD set and the AD set for the SD set while either grows.
 
     Each set is searched among the users the other leaves, in the memory it leaves (21d),
@@ -191,10 +190,10 @@ def alternate(inc: Incumbent, ms: ModeSearches, ad: Users, sd: Users) -> None:
         if not grown:
             return
         ms.stats.add("rounds")
-        inc.offer(ms.z, ad, sd, "alternation")
+        offer(inc, ms, ad, sd, "alternation")
 
 
-def exchange(inc: Incumbent, ms: ModeSearches) -> bool:
+def exchange(inc: Incumbent[PlusOutcome], ms: ModeSearches) -> bool:
     """Take one user out of a mode of the incumbent (at ``ms.z``) to make room in the other.
 
     With one AD user out, the SD set of the users left must grow; the AD set is then chosen
@@ -208,7 +207,7 @@ def exchange(inc: Incumbent, ms: ModeSearches) -> bool:
         if more is None:
             continue
         refill = ms.ad_above(ms.rest(more), ms.free - ms.sd_memory(more), len(fewer))
-        if refill is not None and inc.offer(ms.z, refill, more, "exchange"):
+        if refill is not None and offer(inc, ms, refill, more, "exchange"):
             return True
     for s in sd:
         fewer = tuple(x for x in sd if x != s)
@@ -216,26 +215,26 @@ def exchange(inc: Incumbent, ms: ModeSearches) -> bool:
         if more is None:
             continue
         refill = ms.sd_above(ms.rest(more), ms.free - ms.ad_memory(more), len(fewer))
-        if refill is not None and inc.offer(ms.z, more, refill, "exchange"):
+        if refill is not None and offer(inc, ms, more, refill, "exchange"):
             return True
     return False
 
 
-def one_mode(inc: Incumbent, ms: ModeSearches) -> None:
+def one_mode(inc: Incumbent[PlusOutcome], ms: ModeSearches) -> None:
     """At ``z = 1`` (AD only) or ``z = 0`` (SD only, D7): the mode's best set in all the free memory."""
     everyone = np.arange(ms.inst.num_users)
     if ms.z >= 1.0:
-        ad = ms.ad_above(everyone, ms.free, inc.value)
+        ad = ms.ad_above(everyone, ms.free, inc.served)
         if ad is not None:
-            inc.offer(ms.z, ad, (), "one_mode")
+            offer(inc, ms, ad, (), "one_mode")
     elif ms.z <= 0.0:
-        sd = ms.sd_above(everyone, ms.free, inc.value)
+        sd = ms.sd_above(everyone, ms.free, inc.served)
         if sd is not None:
-            inc.offer(ms.z, (), sd, "one_mode")
+            offer(inc, ms, (), sd, "one_mode")
 
 
 def improve_at(
-    inc: Incumbent,
+    inc: Incumbent[PlusOutcome],
     ms: ModeSearches,
     shares: Sequence[float],
     by_share: list[Users],
@@ -257,8 +256,8 @@ def improve_at(
         ms.stats.add("z_skipped")
         return
     for first in dict.fromkeys(by_share):  # AD first, SD in the memory left
-        then = ms.sd_above(ms.rest(first), ms.free - ms.ad_memory(first), max(0, inc.value - len(first)))
-        if inc.offer(ms.z, first, then or (), "ad_first"):
+        then = ms.sd_above(ms.rest(first), ms.free - ms.ad_memory(first), max(0, inc.served - len(first)))
+        if offer(inc, ms, first, then or (), "ad_first"):
             found.append((first, then or ()))
     found += deadline_splits(inc, ms, cuts)
     for ad, sd in found:
@@ -266,7 +265,7 @@ def improve_at(
 
 
 def sd_first(
-    inc: Incumbent, ms: ModeSearches, shares: Sequence[float], cap_ad: int
+    inc: Incumbent[PlusOutcome], ms: ModeSearches, shares: Sequence[float], cap_ad: int
 ) -> list[tuple[Users, Users]] | None:
     """SD first with the memory ``(1 - share) F(z)`` (all of it first), AD in the memory left.
 
@@ -284,7 +283,7 @@ def sd_first(
     for i, memory in enumerate(memories):
         if last is not None and memory >= last[1]:
             continue  # the last SD set fits: the same count, nothing new to find
-        sd = ms.sd_run(search, i, max(0, inc.value - cap_ad))
+        sd = ms.sd_run(search, i, max(0, inc.served - cap_ad))
         if sd is None:
             if i == 0:
                 return None
@@ -292,13 +291,13 @@ def sd_first(
         if i == 0:
             ms.cap_sd = len(sd)
         last = (sd, ms.sd_memory(sd))
-        ad = ms.ad_above(ms.rest(sd), ms.free - last[1], max(0, inc.value - len(sd)))
-        if inc.offer(ms.z, ad or (), sd, "sd_first"):
+        ad = ms.ad_above(ms.rest(sd), ms.free - last[1], max(0, inc.served - len(sd)))
+        if offer(inc, ms, ad or (), sd, "sd_first"):
             found.append((ad or (), sd))
     return found
 
 
-def deadline_splits(inc: Incumbent, ms: ModeSearches, cuts: int) -> list[tuple[Users, Users]]:
+def deadline_splits(inc: Incumbent[PlusOutcome], ms: ModeSearches, cuts: int) -> list[tuple[Users, Users]]:
     """AD among the users with ``Tp_k >= theta``, SD among the others, for up to ``cuts`` values of theta.
 
     A batch must meet its tightest deadline (20), (21c): the slower mode wants the users with
@@ -313,11 +312,11 @@ def deadline_splits(inc: Incumbent, ms: ModeSearches, cuts: int) -> list[tuple[U
     found: list[tuple[Users, Users]] = []
     for theta in values[picks].tolist():
         loose, tight = np.flatnonzero(tp >= theta), np.flatnonzero(tp < theta)
-        ad = ms.ad_above(loose, ms.free, max(0, inc.value - min(tight.size, ms.cap_sd)))
+        ad = ms.ad_above(loose, ms.free, max(0, inc.served - min(tight.size, ms.cap_sd)))
         if ad is None:
             continue
-        sd = ms.sd_above(tight, ms.free - ms.ad_memory(ad), max(0, inc.value - len(ad)))
-        if inc.offer(ms.z, ad, sd or (), "deadline_split"):
+        sd = ms.sd_above(tight, ms.free - ms.ad_memory(ad), max(0, inc.served - len(ad)))
+        if offer(inc, ms, ad, sd or (), "deadline_split"):
             found.append((ad, sd or ()))
     return found
 

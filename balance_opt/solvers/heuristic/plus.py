@@ -26,12 +26,12 @@ from balance_opt.solvers.heuristic.blocks import Counters
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.mode_search import (
     AdByShare,
-    Incumbent,
     ModeSearches,
     PlusOutcome,
     SearchBudget,
     alternate,
     exchange,
+    first_incumbent,
     improve_at,
     one_mode,
     seed_shares,
@@ -42,7 +42,6 @@ from balance_opt.solvers.heuristic.primitives import check_grid
 __all__ = [
     "EFFORT",
     "AdByShare",
-    "Incumbent",
     "ModeSearches",
     "PlusOutcome",
     "SearchBudget",
@@ -75,7 +74,7 @@ def balance_plus(
         raise ValueError(f"splits, cuts and effort must be at least 1, got {splits}, {cuts}, {effort}")
     stats = Counters()
     base = balance_fast(inst, z_grid, lam_grid)
-    inc = Incumbent(inst, PlusOutcome(base.z, base.lam, base.ad, base.sd), stats)
+    inc = first_incumbent(inst, PlusOutcome(base.z, base.lam, base.ad, base.sd))
     shares = seed_shares([*lam_grid, 1.0], splits)
     K = inst.num_users
     budget = SearchBudget(max(1, effort // max(1, K)))

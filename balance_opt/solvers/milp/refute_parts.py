@@ -7,22 +7,24 @@ import time
 from collections import deque
 from typing import Any
 
+from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import latency_limits
+from balance_opt.solvers.incumbent import Incumbent
 from balance_opt.solvers.milp.options import SweepOptions
 from balance_opt.solvers.milp.split import Spec, bisect, label_of, part_of, split_specs
-from balance_opt.solvers.milp.z_model import TRANSLATE_S, Backend, Incumbent, ZState, solve_model
+from balance_opt.solvers.milp.z_model import TRANSLATE_S, Backend, ZState, solve_model
 
 
 def refute_by_parts(
     inst: Instance,
     backend: Backend,
     st: ZState,
-    inc: Incumbent,
+    inc: Incumbent[Schedule],
     floor: int,
     deadline: float | None,
     options: SweepOptions,
-) -> Incumbent:
+) -> Incumbent[Schedule]:
     """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part, a part left
     open bisected again up to ``options.split_depth`` times; returns the incumbent."""
     target = max(inc.served, floor)
@@ -44,8 +46,8 @@ def refute_by_parts(
         t0 = time.perf_counter()
         model = part_of(st.form, limits, spec)
         found, bounds, timed_out, _ = solve_model(inst, backend, model, target + 1, None, limit, st.caps)
-        if found is not None and found.served > inc.served:
-            inc = found
+        if found is not None:
+            inc.take(found)
         proved = min([*bounds, *([] if cap is None else [cap])], default=None)  # a half is in its parent
         open_part = timed_out and (proved is None or proved > target) and inc.served <= target
         halves = bisect(spec) if open_part and depth < options.split_depth else []

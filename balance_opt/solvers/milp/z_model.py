@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import AD_MODE
+from balance_opt.solvers.incumbent import Incumbent
 from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import COUNT, Formulation
 from balance_opt.solvers.milp.warm_start import solution_values
@@ -36,16 +37,6 @@ MAX_REPAIRS = 5  # re-solves of one z after evaluator rejections
 # backend's own limit: a z model's share leaves this much room for it, and none is started
 # with less than twice this left.
 TRANSLATE_S = 0.5
-
-
-@dataclass
-class Incumbent:
-    """The best evaluator-approved schedule so far."""
-
-    schedule: Schedule
-    served: int
-    objective: int  # the served count the producing solver claims
-    source: str
 
 
 @dataclass
@@ -88,7 +79,7 @@ def solve_model(
     start: NDArray[np.float64] | None,
     limit: float | None,
     caps: dict[str, int] | None = None,
-) -> tuple[Incumbent | None, list[int], bool, dict[str, Any]]:
+) -> tuple[Incumbent[Schedule] | None, list[int], bool, dict[str, Any]]:
     """Solve ``f`` with ``served >= cutoff``, re-solving after evaluator rejections.
 
     Returns the evaluator-approved schedule (if any), the proved bounds on ``f``'s
@@ -97,7 +88,7 @@ def solve_model(
     t0 = time.perf_counter()
     no_goods: list[Schedule] = []
     bounds: list[int] = []
-    found: Incumbent | None = None
+    found: Incumbent[Schedule] | None = None
     timed_out = False
     stats: dict[str, Any] = {}
     for attempt in range(MAX_REPAIRS + 1):
@@ -114,7 +105,7 @@ def solve_model(
         ev = evaluate(inst, sched)
         if ev.feasible:
             claimed = round(float(sum(res.values[i] for i in f.objective)))
-            found = Incumbent(sched, ev.served, claimed, "milp")
+            found = Incumbent(sched, sched, ev.served, "milp", claimed)
             break
         no_goods.append(sched)
         start = None

@@ -26,6 +26,7 @@ import warnings
 from balance_opt.evaluator import Schedule, evaluate, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
+from balance_opt.solvers.incumbent import Incumbent
 from balance_opt.solvers.milp.formulation import build
 from balance_opt.solvers.milp.options import SweepOptions
 from balance_opt.solvers.milp.refute_parts import refute_by_parts
@@ -35,7 +36,6 @@ from balance_opt.solvers.milp.z_model import (
     TRANSLATE_S,
     Backend,
     Heuristic,
-    Incumbent,
     ZState,
     solve_model,
     with_rows,
@@ -102,7 +102,7 @@ def search(
         **({} if options.cutoff is None else {"cutoff": options.cutoff, "refuted": bound <= options.cutoff}),
         "z_models": {f"{z:g}": {"bound": st.bound, "done": st.done, **st.stats} for z, st in states.items()},
     }
-    return SolverOutput(inc.schedule, stop, None, bound, inc.objective, stats)
+    return SolverOutput(inc.schedule, stop, None, bound, inc.claimed, stats)
 
 
 def _sweep(
@@ -110,10 +110,10 @@ def _sweep(
     backend: Backend,
     states: dict[float, ZState],
     order: list[float],
-    inc: Incumbent,
+    inc: Incumbent[Schedule],
     deadline: float | None,
     options: SweepOptions,
-) -> Incumbent:
+) -> Incumbent[Schedule]:
     """Solve the z models in sweeps; returns the final incumbent (``states`` record the bounds).
 
     A sweep is (cutoff above the incumbent, share of the time): without a limit, one sweep
@@ -157,7 +157,9 @@ def _sweep(
     return inc
 
 
-def _first_incumbent(inst: Instance, hint: Schedule | None, heuristic: Heuristic | None) -> Incumbent:
+def _first_incumbent(
+    inst: Instance, hint: Schedule | None, heuristic: Heuristic | None
+) -> Incumbent[Schedule]:
     """The hint if feasible, else the heuristic's schedule (if one is given), else nobody."""
     candidates: list[tuple[str, Schedule | None]] = []
     if hint is not None:
@@ -169,20 +171,22 @@ def _first_incumbent(inst: Instance, hint: Schedule | None, heuristic: Heuristic
             ev = evaluate(inst, sched)
             if ev.feasible:  # snap z to the grid value the models use
                 z = min(inst.server.z_grid, key=lambda g: abs(g - sched.z))
-                return Incumbent(Schedule(z, sched.modes), ev.served, ev.served, source)
-    return Incumbent(Schedule.empty(inst.num_users, nobody_z(inst, inst.server.z_grid)), 0, 0, "empty")
+                snapped = Schedule(z, sched.modes)
+                return Incumbent(snapped, snapped, ev.served, source, claimed=ev.served)
+    nobody = Schedule.empty(inst.num_users, nobody_z(inst, inst.server.z_grid))
+    return Incumbent(nobody, nobody, 0, "empty", claimed=0)
 
 
 def _solve_z(
     inst: Instance,
     backend: Backend,
     st: ZState,
-    inc: Incumbent,
+    inc: Incumbent[Schedule],
     share: float | None,
     use_caps: bool,
     extra: int,
     floor: int = 0,
-) -> Incumbent:
+) -> Incumbent[Schedule]:
     """Solve one z model asking for ``max(incumbent, floor) + extra`` served; update bound and incumbent."""
     f = st.form
     z_start = time.perf_counter()
@@ -206,10 +210,7 @@ def _solve_z(
         )
         stats["wrong_proof"] = min(bounds)
         bounds = []
-    improved = found is not None and found.served > inc.served
-    if improved:
-        assert found is not None
-        inc = found
+    improved = found is not None and inc.take(found)
     st.bound = min([st.bound, *bounds])
     # final when the model was solved through: its optimum (or "none >= cutoff") is known
     st.done = (
