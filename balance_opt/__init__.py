@@ -3,9 +3,11 @@
 The top level is the public API (docs/solvers.md). ``balance_opt.evaluate`` is the
 function that judges every schedule; its module is ``balance_opt.evaluator`` (``Schedule``,
 ``Evaluation``, the violation rules), so no name means two things. For a solver of one's
-own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``, ``register``.
+own: ``Solver``, ``Option``, ``SolverOutput``, ``Termination``, ``Deadline``,
+``TimeBudget``, ``register``.
 """
 
+from balance_opt.clock import Deadline, TimeBudget
 from balance_opt.errors import InputError
 from balance_opt.evaluator import AD, NONE, SD, Evaluation, Schedule, evaluate
 from balance_opt.families import generate_any as generate  # every preset and family, one entry point
@@ -24,6 +26,7 @@ __all__ = [
     "AD",
     "NONE",
     "SD",
+    "Deadline",
     "Evaluation",
     "InputError",
     "Instance",
@@ -37,6 +40,7 @@ __all__ = [
     "SolverOutput",
     "Status",
     "Termination",
+    "TimeBudget",
     "__version__",
     "evaluate",
     "generate",

@@ -30,6 +30,16 @@ class Termination(StrEnum):
     CRASHED = "crashed"  # the solver raised, or its worker process died
     KILLED = "killed"  # the batch stopped the worker past its time limit
 
+    @classmethod
+    def of_search(cls, served: int, bound: int | None, finished: bool) -> Termination:
+        """Why a search stopped, by the one rule of every solver that bounds: OPTIMAL when
+        its proved ``bound`` equals the ``served`` count (however it stopped); else
+        COMPLETED when it ran to its end (its proof did not close, or it proves nothing
+        about P1: ``bound`` None), TIME_LIMIT when a limit stopped it."""
+        if bound is not None and bound == served:
+            return cls.OPTIMAL
+        return cls.COMPLETED if finished else cls.TIME_LIMIT
+
 
 class Verdict(StrEnum):
     """What we hold after a solve: the evaluator's verdict on the schedule."""

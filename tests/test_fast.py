@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from balance_opt.clock import Deadline
 from balance_opt.generator import generate
 from balance_opt.instance import Instance
 from balance_opt.model import ad_user_costs, ad_user_memory, sd_user_costs, sd_user_memory
@@ -328,7 +329,7 @@ def test_until_stops_taking_z_values() -> None:
     inst = generate("fig4", 12, seed=3)
     z_grid, lam_grid = inst.server.z_grid, inst.server.lambda_grid
     full = fast.balance_fast(inst, z_grid, lam_grid)
-    assert fast.balance_fast(inst, z_grid, lam_grid, until=math.inf) == full
-    stopped = fast.balance_fast(inst, z_grid, lam_grid, until=0.0)
+    assert fast.balance_fast(inst, z_grid, lam_grid, until=Deadline(math.inf)) == full
+    stopped = fast.balance_fast(inst, z_grid, lam_grid, until=Deadline(0.0))
     assert (stopped.ad, stopped.sd) == ((), ())
     assert full.ad or full.sd

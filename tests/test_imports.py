@@ -21,6 +21,7 @@ TARGET = re.compile(r"balance_opt(\.\w+)*(:\w+)?")
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "errors",
+        "clock",
         "crmath",
         "status",
         "claims",

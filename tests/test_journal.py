@@ -1,4 +1,4 @@
-"""The journal of MILP proofs (``BALANCE_OPT_JOURNAL``), held to the solves it stands for.
+"""The journal of MILP proofs (the MILP option ``journal``), held to the solves it stands for.
 
 A journaled refutation replayed must end exactly as the solves it replays did (its slow
 twin: the same refutation solved again), a replay must never touch the backend, and the
@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from balance_opt.clock import NEVER
 from balance_opt.errors import InputError
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.solvers import get_solver
 from balance_opt.solvers.milp.formulation import BackendResult, build
-from balance_opt.solvers.milp.journal import ENV, Journal, journaled, model_key, replays
+from balance_opt.solvers.milp.journal import Journal, journaled, model_key, replays
 from balance_opt.solvers.milp.linear import Formulation, Row
 from balance_opt.solvers.milp.options import SPLITS_BY
 from balance_opt.solvers.milp.z_sweep import _Incumbent, _refute_by_parts
@@ -69,34 +70,29 @@ def test_a_replayed_refutation_ends_as_the_solves_it_replays(
         nobody = Schedule.empty(inst.num_users, z)
         empty = _Incumbent(nobody, nobody, 0, "empty", claimed=0)
         inc = _refute_by_parts(
-            inst, journaled(backend, journal, "milp-scip"), st_z, empty, floor, None, options
+            inst, journaled(backend, journal, "milp-scip"), st_z, empty, floor, NEVER, options
         )
         runs.append((outcome(st_z.stats["split"]), st_z.bound, st_z.done, inc.served))
     assert runs[0] == runs[1]
     assert journal.replayed == journal.recorded == len(runs[0][0])
 
 
-@pytest.mark.parametrize("how", ["environment", "option"])
 @TINY
 @given(small_instances(max_users=4))
 def test_the_journal_keeps_proofs_across_solves_of_the_milp_solvers(
-    tmp_path_factory: pytest.TempPathFactory, how: str, inst: Instance
+    tmp_path_factory: pytest.TempPathFactory, inst: Instance
 ) -> None:
-    """Through ``BALANCE_OPT_JOURNAL`` or the ``journal`` option: a refutation of the optimum,
+    """Through the ``journal`` option: a refutation of the optimum,
     solved, then replayed, agrees with the same refutation without a journal; one below the
     optimum still brings back a schedule serving the optimum (schedules are never journaled)."""
     opt = brute_p1(inst)[0]
     folder = tmp_path_factory.mktemp("journal")
     options = {"cutoff": opt, "z_time_limit": 60, "split": 2, "split_by": "limits", "warm_start": False}
-    with pytest.MonkeyPatch.context() as mp:
-        plain = get_solver("milp-scip", **options).solve(inst)
-        if how == "environment":
-            mp.setenv(ENV, str(folder))
-        else:
-            options["journal"] = str(folder)
-        first = get_solver("milp-scip", **options).solve(inst)
-        second = get_solver("milp-scip", **options).solve(inst)
-        below = get_solver("milp-scip", **{**options, "cutoff": max(0, opt - 1)}).solve(inst) if opt else None
+    plain = get_solver("milp-scip", **options).solve(inst)
+    options["journal"] = str(folder)
+    first = get_solver("milp-scip", **options).solve(inst)
+    second = get_solver("milp-scip", **options).solve(inst)
+    below = get_solver("milp-scip", **{**options, "cutoff": max(0, opt - 1)}).solve(inst) if opt else None
     assert plain.bound == first.bound == second.bound == opt
     assert all(r.stats["refuted"] for r in (plain, first, second))
     assert first.stats["journal"]["replayed"] == 0
@@ -192,10 +188,17 @@ def test_library_refs_keeps_its_journal_and_says_so(tmp_path: Path) -> None:
         "--journal",
         str(journal),
     ]
-    assert ENV not in os.environ
+    environment = dict(os.environ)
     assert main(args) == 0
-    assert ENV not in os.environ  # set for the solves only
+    assert dict(os.environ) == environment  # the journal travels as an option, not in the environment
     assert any(journal.rglob("*.json"))
     assert f"--journal {journal}" in (folder / "README.md").read_text()
     (tmp_path / "file").write_text("")
     assert main([*args[:-1], str(tmp_path / "file")]) == 2
+
+
+def test_a_journal_option_naming_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="names a file, not a folder"):
+        Journal.at(tmp_path / "file")
+    assert Journal.at(tmp_path / "new").folder == tmp_path / "new"  # made when first written

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from balance_opt.clock import NEVER
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.library.reference import read_ledger, read_reference
@@ -123,7 +124,7 @@ def test_a_z_refuted_by_parts_agrees_with_enumeration(by: str, inst: Instance, p
         if floor < 0:
             continue
         st_z, options = refutation_at(inst, z, floor, parts, by)
-        inc = _refute_by_parts(inst, backend, st_z, empty, floor, None, options)
+        inc = _refute_by_parts(inst, backend, st_z, empty, floor, NEVER, options)
         assert st_z.done  # every part was solved through
         assert (st_z.bound <= floor) == refuted
         if refuted:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from balance_opt.clock import NEVER
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.model import latency_limits
@@ -97,7 +98,7 @@ def test_a_refutation_with_bisected_parts_agrees_with_enumeration(
         st_z, options = refutation_at(inst, z, floor, parts, by, depth=3)
         empty = _Incumbent(Schedule.empty(inst.num_users, z), Schedule.empty(inst.num_users, z), 0, "empty")
         stalling = stalling_scip(stalls, 2.0 * inst.num_users if stall_bound else None)
-        inc = _refute_by_parts(inst, stalling, st_z, empty, floor, None, options)
+        inc = _refute_by_parts(inst, stalling, st_z, empty, floor, NEVER, options)
         record = st_z.stats["split"]
         assert evaluate(inst, inc.schedule).served == inc.served <= opt
         if all(p.get("bisected") for p in record[:stalls] if p["timed_out"]):

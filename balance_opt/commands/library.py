@@ -89,7 +89,7 @@ def _add_refs(lib: Any) -> None:
     r.add_argument(
         "--journal", type=Path, metavar="DIR",
         help="keep the MILP backends' proofs in DIR, keyed by model: a stopped refutation resumes "
-        "where it stopped (sets BALANCE_OPT_JOURNAL for the solves; default: not set, no journal)",
+        "where it stopped (sets the option journal on each MILP configuration; default: no journal)",
     )  # fmt: skip
     r.set_defaults(func=handle_refs)
 
@@ -170,7 +170,6 @@ def handle_refs(args: argparse.Namespace) -> int:
     from balance_opt.library.reference import ReferenceContradiction
     from balance_opt.library.refs import build_references, heuristic_configs
     from balance_opt.library.sets import set_of
-    from balance_opt.solvers.milp.journal import journal_in_environment
 
     lib = set_of(args.folder)
     if lib is None or not args.folder.is_dir():
@@ -186,16 +185,10 @@ def handle_refs(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        configs = [with_journal(c, args.journal) for c in configs]
-        with journal_in_environment(args.journal):  # MILP solves that heuristics start inherit it
-            out = build_references(
-                args.folder,
-                configs,
-                max_users=args.max_k,
-                only=args.only,
-                jobs=args.jobs,
-                heuristics=heuristics,
-            )
+        configs = [with_journal(c, args.journal) for c in configs]  # an option: in the configuration hash
+        out = build_references(
+            args.folder, configs, max_users=args.max_k, only=args.only, jobs=args.jobs, heuristics=heuristics
+        )
     except ReferenceContradiction as exc:
         print(f"balance-opt library refs: CONTRADICTION: {exc}", file=sys.stderr)
         return 1

@@ -25,7 +25,6 @@ with AD before SD before none (the depth-first order that tries AD, then SD, the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -33,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from balance_opt.clock import NEVER, Deadline
 from balance_opt.errors import SolveRefused
 from balance_opt.evaluator import Schedule, nobody_z
 from balance_opt.instance import Instance
@@ -83,7 +83,7 @@ class _Search:
     ad_cap: float  # KV bytes allowed to AD (inf for P1)
     sd_cap: float  # KV bytes allowed to SD (inf for P1)
     best: int  # incumbent served count; only strictly larger counts are recorded
-    deadline: float | None  # time.perf_counter() value at which to stop
+    deadline: Deadline  # when to stop
     nodes: int = 0
     found: NDArray[np.int8] | None = None
     modes: NDArray[np.int8] = field(init=False)
@@ -179,11 +179,7 @@ class _Search:
     def _dfs(self, i: int, served: int, ad: ModeCost, sd: ModeCost) -> bool:
         """Visit the node where users ``0..i-1`` are decided; True to stop the search."""
         self.nodes += 1
-        if (
-            self.deadline is not None
-            and self.nodes % _CLOCK_EVERY == 0
-            and time.perf_counter() > self.deadline
-        ):
+        if self.nodes % _CLOCK_EVERY == 0 and self.deadline.passed():
             raise _TimeUp
         if served > self.best:
             self.best = served
@@ -223,14 +219,14 @@ class _Outcome:
 
 def _servable_count(inst: Instance, z: float) -> int:
     """Users that some mode can serve alone at z under P1: a bound on P1's optimum at z."""
-    return int(_Search(inst, z, np.inf, np.inf, 0, None).servable().any(axis=1).sum())
+    return int(_Search(inst, z, np.inf, np.inf, 0, NEVER).servable().any(axis=1).sum())
 
 
 def _search_all(
     inst: Instance, pairs: list[tuple[float, float | None]], time_limit: float | None
 ) -> _Outcome:
     """Search every (z, lambda) pair in order; lambda None means P1 (no memory split)."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = Deadline.after(time_limit)
     z0 = nobody_z(inst, [z for z, _ in pairs])  # nobody served: the first z whose weights fit
     lam0 = next(lam for z, lam in pairs if z == z0)
     out = _Outcome(0, z0, lam0, np.zeros(inst.num_users, dtype=np.int8), 0, True, 0)
@@ -285,7 +281,7 @@ class ExhaustiveSolver(Solver):
         out = _search_all(instance, pairs, time_limit)
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            termination=Termination.OPTIMAL if out.complete else Termination.TIME_LIMIT,
+            termination=Termination.of_search(out.served, out.bound, finished=out.complete),
             lam=None,
             bound=out.bound,
             objective=out.served,
@@ -319,7 +315,7 @@ class ExhaustiveP2Solver(Solver):
             stats["p2_bound"] = out.bound
         return SolverOutput(
             schedule=Schedule(out.z, out.modes),
-            termination=Termination.COMPLETED if out.complete else Termination.TIME_LIMIT,
+            termination=Termination.of_search(out.served, None, finished=out.complete),  # no P1 bound
             lam=out.lam,
             bound=None,
             objective=out.served,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from balance_opt.clock import NEVER, Deadline
 from balance_opt.instance import FloatArray, Instance
 from balance_opt.model import (
     BOUND_TOL,
@@ -79,15 +80,15 @@ class Ranks:
         return value
 
     def of_pools(
-        self, mode: str, pools: dict[float, frozenset[int]], limited: bool, until: float | None
+        self, mode: str, pools: dict[float, frozenset[int]], limited: bool, until: Deadline
     ) -> dict[float, int] | None:
         """The rank of each pool, with its key as the latency limit when ``limited``.
 
-        None when ``until`` (a ``perf_counter`` time) passes first.
+        None when ``until`` passes first.
         """
         out: dict[float, int] = {}
         for key, pool in pools.items():
-            if until is not None and time.perf_counter() > until:
+            if until.passed():
                 return None
             out[key] = self.rank(mode, pool, key if limited else None)
         return out
@@ -160,7 +161,7 @@ def deadline_pair_bound(
     s_levels = sorted({r[k] for k in sd_users})
     pool_a = {t: frozenset(k for k in ad_users if r[k] >= t) for t in a_levels}
     pool_s = {t: frozenset(k for k in sd_users if r[k] >= t) for t in s_levels}
-    until = None if time_limit is None else t0 + time_limit
+    until = Deadline(None if time_limit is None else t0 + time_limit)
     top_a = ranks.of_pools(AD_MODE, pool_a, True, until)
     top_s = None if top_a is None else ranks.of_pools(SD_MODE, pool_s, True, until)
     if top_a is None or top_s is None:
@@ -182,13 +183,13 @@ def _refine(
     cheap: list[tuple[int, float, float]],
     pool_a: dict[float, frozenset[int]],
     pool_s: dict[float, frozenset[int]],
-    until: float | None,
+    until: Deadline,
 ) -> None:
     """Raise ``out`` to the best refined pair bound, in the order of ``cheap`` (see above)."""
     for n, (b, a, s) in enumerate(cheap):
         if b <= out.bound:
             break
-        if until is not None and time.perf_counter() > until:
+        if until.passed():
             out.bound, out.complete = b, False
             break
         pa, ps = pool_a[a], pool_s[s]
@@ -208,19 +209,19 @@ def _least(
     lo: float,
     step: float,
     free: float,
-    until: float | None,
+    until: Deadline,
 ) -> float | None:
     """A value ``m >= lo`` with ``rank(memory=m) < n`` and ``rank(memory=m + MEMORY_STEP) >= n``
     (up to the step), given ``rank(memory=lo) < n <= rank(memory=free)``; galloping from
-    ``lo`` with ``step``, then bisection. None when ``until`` (``perf_counter``) passes."""
+    ``lo`` with ``step``, then bisection. None when ``until`` passes."""
     hi = min(free, lo + step)
     while hi < free and ranks.rank(mode, users, None, hi) < n:
-        if until is not None and time.perf_counter() > until:
+        if until.passed():
             return None
         lo, step = hi, 2.0 * step
         hi = min(free, lo + step)
     while hi - lo > MEMORY_STEP:
-        if until is not None and time.perf_counter() > until:
+        if until.passed():
             return None
         mid = 0.5 * (lo + hi)
         if ranks.rank(mode, users, None, mid) >= n:
@@ -231,15 +232,15 @@ def _least(
 
 
 def least_memory(
-    ranks: Ranks, mode: str, users: list[int], cap: int, free: float, until: float | None = None
+    ranks: Ranks, mode: str, users: list[int], cap: int, free: float, until: Deadline = NEVER
 ) -> list[float] | None:
     """Lower estimates of the least KV memory (bytes) any ``n`` users need in one mode.
 
     Entry ``n`` (``n = 0..cap``) is a value ``m`` with ``rank(mode, users, memory=m) < n``:
     no n-user set of the mode fits in ``m`` bytes, so every feasible one needs more. Found
     by galloping up from the previous entry, then bisection to ``MEMORY_STEP`` bytes.
-    ``free`` must be at least the memory of the cap's rank. None when ``until`` (a
-    ``perf_counter`` time) passes first.
+    ``free`` must be at least the memory of the cap's rank. None when ``until`` passes
+    first.
     """
     out = [0.0]
     for n in range(1, cap + 1):
@@ -264,7 +265,7 @@ def memory_split_bound(
     ad_users: list[int],
     sd_users: list[int],
     ceiling: int,
-    until: float | None = None,
+    until: Deadline = NEVER,
 ) -> int | None:
     """``max {a + s : least_AD(a) + least_SD(s) <= F(z)}``, at most ``ceiling``.
 
@@ -342,7 +343,7 @@ def shared_memory_bound(
     ad_users: list[int],
     sd_users: list[int],
     ceiling: int,
-    until: float | None = None,
+    until: Deadline = NEVER,
 ) -> int | None:
     """An upper bound at z from the memory both modes share, counting each user once.
 
@@ -376,7 +377,7 @@ def shared_memory_bound(
     for b, v, w in pairs:
         if b <= best or best >= ceiling:
             break
-        if until is not None and time.perf_counter() > until:
+        if until.passed():
             return None
         ka, ks = sorted(pool_a[v]), sorted(pool_s[w])
         cost_a = np.full(inst.num_users, np.inf)  # inf: not in the mode's pool

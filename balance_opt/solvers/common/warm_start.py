@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from balance_opt.clock import NEVER, Deadline
 from balance_opt.evaluator import AD, SD, Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers.heuristic.blocks import Counters
@@ -37,11 +38,11 @@ def balance_schedule(inst: Instance) -> Schedule | None:
     return res.schedule if res.feasible else None
 
 
-def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: float | None = None) -> Schedule | None:
+def improve_at_z(inst: Instance, z: float, schedule: Schedule, until: Deadline = NEVER) -> Schedule | None:
     """balance-plus's search at one ``z`` in (0, 1) (SD first, AD first, alternation; no
     deadline splits), asked for schedules serving more than ``schedule``; the best found, or
     None. At most balance-plus's whole budget of single-mode searches (``EFFORT / K``)
-    runs, and none starts after ``until`` (a ``time.perf_counter()`` value)."""
+    runs, and none starts after ``until``."""
     stats = Counters()
     ad = tuple(np.flatnonzero(schedule.modes == AD).tolist())
     sd = tuple(np.flatnonzero(schedule.modes == SD).tolist())

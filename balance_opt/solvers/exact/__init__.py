@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, ClassVar
 
+from balance_opt.clock import Deadline, TimeBudget
 from balance_opt.errors import SolveRefused
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
@@ -94,14 +95,13 @@ def solve_exact(
     from balance_opt.solvers.exact.search import BoxSearch
     from balance_opt.solvers.incumbent import Incumbent
 
-    start = time.perf_counter()
-    deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
+    budget = TimeBudget(time_limit)
     grid = _servable(inst)
     nobody = Schedule.empty(inst.num_users, grid[0])
     incumbent = Incumbent(nobody, nobody, 0, "empty")  # feasible: the weights fit at grid[0]
-    search = BoxSearch(inst, incumbent, deadline, threads, work_limit)
+    search = BoxSearch(inst, incumbent, budget.reserved(TIME_RESERVE), threads, work_limit)
     try:
-        return _search(search, inst, grid, start, time_limit, hint, warm_start, improve)
+        return _search(search, inst, grid, budget, hint, warm_start, improve)
     finally:
         search.close()
 
@@ -123,8 +123,7 @@ def _search(
     search: BoxSearch,
     inst: Instance,
     grid: tuple[float, ...],
-    start: float,
-    time_limit: float | None,
+    budget: TimeBudget,
     hint: Schedule | None,
     warm: bool,
     improve: int,
@@ -135,7 +134,7 @@ def _search(
     if hint is not None:
         search.offer(hint, "hint")
     if warm:  # under a limit, leave most of it to the bounds and the search
-        until = None if time_limit is None else start + HEURISTIC_SHARE * time_limit
+        until = budget.share(HEURISTIC_SHARE)
         search.offer(balance_fast(inst, grid, inst.server.lambda_grid, until).schedule(inst), "heuristic")
     proved = True
     for z in grid:
@@ -145,13 +144,12 @@ def _search(
             break
         search.add_z(z)
     work = search.work_limit
+    improve_until = budget.share(IMPROVE_UNTIL)
     if warm and improve and work is not None:  # the work limit's share, not the clock's
-        until_work = None if time_limit is None else start + IMPROVE_UNTIL * time_limit
-        search.hook = (int(IMPROVE_AT * work), lambda: _improve(search, inst, until_work, improve))
-    elif warm and improve and time_limit is not None:
-        until = start + IMPROVE_UNTIL * time_limit
-        search.hook = (start + IMPROVE_AT * time_limit, lambda: _improve(search, inst, until, improve))
-    setup = time.perf_counter() - start
+        search.hook = (int(IMPROVE_AT * work), lambda: _improve(search, inst, improve_until, improve))
+    elif warm and improve and budget.limit is not None:
+        search.hook = (budget.share(IMPROVE_AT), lambda: _improve(search, inst, improve_until, improve))
+    setup = budget.elapsed()
     proved = search.run() and proved
     bound = search.bound()
     served = evaluate(inst, search.inc.schedule).served
@@ -168,12 +166,11 @@ def _search(
     }
     if not proved and search.work_limit is not None and search.stats.boxes >= search.work_limit:
         stats["stopped_by"] = "work_limit"  # a limit all the same: termination time_limit
-    ended = Termination.COMPLETED if proved else Termination.TIME_LIMIT
-    stop = Termination.OPTIMAL if bound == served else ended
+    stop = Termination.of_search(served, bound, finished=proved)
     return SolverOutput(search.inc.schedule, stop, bound=bound, objective=served, stats=stats)
 
 
-def _improve(search: BoxSearch, inst: Instance, until: float | None, count: int) -> None:
+def _improve(search: BoxSearch, inst: Instance, until: Deadline, count: int) -> None:
     """balance-plus's search (:func:`.warm_start.improve_at_z`) at the ``count`` z values
     of the highest open bounds, each asked to beat the incumbent.
 
@@ -187,7 +184,7 @@ def _improve(search: BoxSearch, inst: Instance, until: float | None, count: int)
 
     started = time.perf_counter()
     for z in search.open_z()[:count]:
-        if until is not None and time.perf_counter() > until:
+        if until.passed():
             break
         better = improve_at_z(inst, z, search.inc.schedule, until)
         if better is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from balance_opt.clock import Deadline
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import AD_MODE, SD_MODE, Ranks
@@ -64,7 +65,7 @@ class BoxSearch:
         self,
         inst: Instance,
         incumbent: Incumbent[Schedule],
-        deadline: float | None,
+        deadline: Deadline,
         threads: int = 1,
         work_limit: int | None = None,
     ) -> None:
@@ -84,9 +85,9 @@ class BoxSearch:
         self._tick = itertools.count()
         self._start = time.perf_counter()
         self._last = (-1, -1)
-        # (when, what): called once from the loop when the search is still open at that
-        # time.perf_counter() value, or after that many boxes (an int: a work limit's)
-        self.hook: tuple[float | int, Callable[[], None]] | None = None
+        # (when, what): called once from the loop when the search is still open past that
+        # deadline, or after that many boxes (an int: a work limit's)
+        self.hook: tuple[Deadline | int, Callable[[], None]] | None = None
 
     def close(self) -> None:
         """Stop the helper thread, if any."""
@@ -104,13 +105,13 @@ class BoxSearch:
         """Past the deadline, or the work limit's boxes all taken."""
         if self.work_limit is not None and self.stats.boxes >= self.work_limit:
             return True
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.deadline.passed()
 
     def _hook_due(self) -> bool:
         if self.hook is None:
             return False
         when = self.hook[0]
-        return self.stats.boxes >= when if isinstance(when, int) else time.perf_counter() > when
+        return self.stats.boxes >= when if isinstance(when, int) else when.passed()
 
     def open_z(self) -> list[float]:
         """The z values of the open boxes, highest bound first."""
@@ -284,7 +285,8 @@ class BoxSearch:
         return top, self.offer(Schedule.from_sets(self.inst.num_users, z, ad, sd))
 
     def _left(self) -> float | None:
-        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+        left = self.deadline.left()
+        return None if left is None else max(left, 1e-3)
 
 
 def _split_dim(box: Box) -> int | None:

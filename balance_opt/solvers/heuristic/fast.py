@@ -22,11 +22,11 @@ implementation", explains why):
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
+from balance_opt.clock import NEVER, Deadline
 from balance_opt.evaluator import nobody_z
 from balance_opt.instance import Instance
 from balance_opt.model import AD, has_compute
@@ -114,11 +114,11 @@ class _Pairs:
 
 
 def balance_fast(
-    inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float], until: float | None = None
+    inst: Instance, z_grid: Sequence[float], lam_grid: Sequence[float], until: Deadline = NEVER
 ) -> BalanceOutcome:
     """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast.
 
-    With ``until`` (a ``time.perf_counter()`` value) the work stops when it passes: the best
+    With ``until`` the work stops when it passes: the best
     schedule found by then (a proving solver's warm start), not necessarily the literal one.
     """
     check_grid("z_grid", z_grid)
@@ -127,7 +127,7 @@ def balance_fast(
     K = inst.num_users
     # nobody served: the first pair whose weights fit (the first pair, unless memory is that tight)
     best = BalanceOutcome(nobody_z(inst, z_grid), float(lam_grid[0]), (), ())
-    if K == 0 or (until is not None and time.perf_counter() > until):
+    if K == 0 or until.passed():
         return BalanceOutcome(best.z, best.lam, (), (), {"implementation": "fast"})
     pairs = _Pairs(inst, z_grid, lam_grid, stats)
     # best first over the pairs: (bound on the total, pair, stage); a pair's bound tightens as it
@@ -137,7 +137,7 @@ def balance_fast(
     searches: dict[int, tuple[SdSearch, Walk]] = {}
     # the incumbent: the first pair known to reach `value`; a pair before it must reach it, after beat it
     value, at = 1, len(heap)
-    while heap and -heap[0][0] >= value and (until is None or time.perf_counter() <= until):
+    while heap and -heap[0][0] >= value and not until.passed():
         b, i, stage = heapq.heappop(heap)
         need = value if i < at else value + 1
         if -b < need:

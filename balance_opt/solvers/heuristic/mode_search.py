@@ -11,13 +11,13 @@ these searches through :mod:`balance_opt.solvers.common.warm_start`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from balance_opt.clock import NEVER, Deadline
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import ad_mode, sd_mode
@@ -59,10 +59,10 @@ class ModeSearches:
     """The exact single-mode searches at one ``z``, over any set of users and memory."""
 
     def __init__(
-        self, inst: Instance, z: float, stats: Counters, budget: SearchBudget, until: float | None = None
+        self, inst: Instance, z: float, stats: Counters, budget: SearchBudget, until: Deadline = NEVER
     ) -> None:
-        """``budget``: the searches left (shared with other z values); ``until``: a
-        ``time.perf_counter()`` value after which no search starts."""
+        """``budget``: the searches left (shared with other z values); ``until``: when no
+        more search starts."""
         self.inst, self.z, self.stats, self.budget, self.until = inst, z, stats, budget, until
         self.free = inst.free_memory(z)
         self.ctx = SdContext(inst, z) if z < 1.0 else None
@@ -90,7 +90,7 @@ class ModeSearches:
 
     def spend(self) -> bool:
         """Take one search from the budget; False when it is spent (or the time is up)."""
-        if self.budget.left <= 0 or (self.until is not None and time.perf_counter() > self.until):
+        if self.budget.left <= 0 or self.until.passed():
             self.stats.add("searches_cut")
             return False
         self.budget.left -= 1

@@ -69,7 +69,7 @@ def sweep_options(
             None,
             kind=str,
             description="folder of a journal of MILP answers kept by model, so a stopped refutation "
-            "resumes (docs/milp.md); null: none, unless BALANCE_OPT_JOURNAL names one",
+            "resumes (docs/milp.md); null: none",
         ),
     }
 
@@ -102,13 +102,13 @@ class MilpSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        from balance_opt.solvers.milp.journal import Journal, from_environment, journaled
+        from balance_opt.solvers.milp.journal import Journal, journaled
         from balance_opt.solvers.milp.z_sweep import search
 
         backend = self._backend(seed)
         folder = self.options.get("journal")
-        # proofs kept across runs: the option, else the environment's BALANCE_OPT_JOURNAL
-        journal = Journal(Path(folder)) if folder else from_environment()
+        # proofs kept across runs, named by the option only: a journal is part of the configuration
+        journal = Journal.at(Path(folder)) if folder else None
         if journal is not None:
             clock = self.options.get("clock")
             backend = journaled(backend, journal, self.name, None if clock is None else str(clock))

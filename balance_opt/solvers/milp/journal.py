@@ -15,18 +15,17 @@ time now asked for, on the same clock). A schedule is never journaled: the sweep
 it, and in a refutation it would be the loud case of a contradiction, better re-solved.
 
 One file per model (``<dir>/<digest[:2]>/<digest>.json``), written atomically, so two
-processes can share a journal. ``BALANCE_OPT_JOURNAL=DIR`` (or ``library refs --journal
-DIR``) turns it on for every MILP solver.
+processes can share a journal. The MILP solvers' option ``journal = "DIR"`` turns it on
+(``library refs --journal DIR`` sets it on each MILP configuration); being an option, the
+journal is part of the configuration and its hash.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,6 @@ from balance_opt.solvers.milp.formulation import BackendResult
 from balance_opt.solvers.milp.linear import Formulation
 from balance_opt.status import Termination
 
-ENV = "BALANCE_OPT_JOURNAL"
 FORMAT = "balance-opt-journal/1"
 LIMIT_SHARE = 0.99  # a stopped solve stands for a new one asking at most 1/0.99 of its time
 _KEPT = {Termination.INFEASIBLE: "infeasible", Termination.TIME_LIMIT: "time_limit"}
@@ -71,6 +69,13 @@ class Journal:
     replayed: int = 0
     recorded: int = 0
     replayed_s: float = 0.0  # solve seconds the replayed entries once took
+
+    @classmethod
+    def at(cls, folder: Path) -> Journal:
+        """The journal in ``folder`` (made when first written); InputError when it is a file."""
+        if folder.exists() and not folder.is_dir():
+            raise InputError(str(folder), "", "the journal option names a file, not a folder")
+        return cls(folder)
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -107,32 +112,6 @@ class Journal:
             "recorded": self.recorded,
             "replayed_s": round(self.replayed_s, 3),
         }
-
-
-def from_environment() -> Journal | None:
-    """The journal named by ``BALANCE_OPT_JOURNAL``, if it is set and not empty."""
-    folder = os.environ.get(ENV, "")
-    if not folder:
-        return None
-    if Path(folder).exists() and not Path(folder).is_dir():
-        raise InputError(ENV, "", f"{folder} is not a folder")
-    return Journal(Path(folder))
-
-
-@contextlib.contextmanager
-def journal_in_environment(folder: Path | None) -> Iterator[None]:
-    """``BALANCE_OPT_JOURNAL`` set to ``folder`` (absolute) for the block, then as it was;
-    nothing changes with ``folder`` None."""
-    before = os.environ.get(ENV)
-    if folder is not None:
-        os.environ[ENV] = str(folder.resolve())
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
 
 
 def replays(entry: dict[str, Any], limit: float | None, clock: str | None) -> bool:

@@ -7,6 +7,7 @@ import time
 from collections import deque
 from typing import Any
 
+from balance_opt.clock import Deadline
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.model import latency_limits
@@ -22,7 +23,7 @@ def refute_by_parts(
     st: ZState,
     inc: Incumbent[Schedule],
     floor: int,
-    deadline: float | None,
+    deadline: Deadline,
     options: SweepOptions,
 ) -> Incumbent[Schedule]:
     """Refute ``served > max(incumbent, floor)`` at ``st``'s z part by part, a part left
@@ -37,8 +38,8 @@ def refute_by_parts(
     while queue:
         spec, depth, cap = queue.popleft()
         limit = options.z_time_limit
-        if deadline is not None:
-            left = deadline - time.perf_counter()
+        left = deadline.left()
+        if left is not None:
             if left <= 2.0 * TRANSLATE_S:
                 leaf_bounds.append(None)
                 continue

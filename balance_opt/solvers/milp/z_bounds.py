@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from balance_opt.clock import Deadline
 from balance_opt.instance import Instance
 from balance_opt.solvers.common.bounds import (
     AD_MODE,
@@ -23,13 +24,14 @@ from balance_opt.solvers.milp.z_model import ZState
 
 
 def bound_every_z(
-    inst: Instance, states: dict[float, ZState], floor: int, budget_end: float | None, selectors: str
+    inst: Instance, states: dict[float, ZState], floor: int, until: Deadline, selectors: str
 ) -> None:
-    """Each z's combinatorial bound within ``budget_end``; selectors where memory binds (``auto``)."""
+    """Each z's combinatorial bound before ``until``; selectors where memory binds (``auto``)."""
     last = 0.0  # seconds the previous z's bounds took: the next one would take about as long
     for n, st in enumerate(states.values()):  # time a z leaves over flows to the next
-        share = None if budget_end is None else max(0.0, budget_end - time.perf_counter()) / (len(states) - n)
-        if budget_end is not None and time.perf_counter() + last >= budget_end:
+        left = until.left()
+        share = None if left is None else left / (len(states) - n)
+        if left is not None and left <= last:
             # the bounds' share of the limit is (about to be) spent: the count bound holds
             st.bound = st.form.count_bound
             st.stats["selectors"] = st.form.use_selectors
@@ -54,7 +56,7 @@ def combinatorial_bound(inst: Instance, st: ZState, inc: int, time_limit: float 
     st.caps = {mode: cap for mode, cap in pb.caps.items() if (f.x if mode == AD_MODE else f.y)}
     st.bound = min(st.bound, pb.bound)
     info: dict[str, Any] = {"pair_bound": pb.bound, "pairs": pb.pairs, "complete": pb.complete}
-    until = None if time_limit is None else t0 + time_limit
+    until = Deadline(None if time_limit is None else t0 + time_limit)
     if f.x and f.y and st.bound > inc:  # about a second at K = 70
         shared = shared_memory_bound(inst, f.z, ranks, f.ad_users, f.sd_users, st.bound, until)
         info["shared_memory_bound"] = shared

@@ -23,6 +23,7 @@ import math
 import time
 import warnings
 
+from balance_opt.clock import Deadline, TimeBudget
 from balance_opt.evaluator import Schedule, evaluate, nobody_z
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
@@ -77,16 +78,14 @@ def search(
 
     ``heuristic`` gives the warm start (used when ``options.warm_start`` and no hint).
     """
-    start = time.perf_counter()
-    deadline = None if time_limit is None else start + time_limit * (1.0 - TIME_RESERVE)
+    budget = TimeBudget(time_limit)
+    deadline = budget.reserved(TIME_RESERVE)
     inc = _first_incumbent(inst, hint, heuristic if options.warm_start else None)
     floor = options.cutoff or 0  # refutation: every z must beat this as well as the incumbent
     always = options.selectors == "always"
     states = {z: ZState(build(inst, z, selectors=always), 0) for z in inst.server.z_grid}
-    budget_end = None
-    if time_limit is not None and deadline is not None:  # within the limit even after a long setup
-        budget_end = min(time.perf_counter() + time_limit * PAIR_BOUND_SHARE, deadline)
-    bound_every_z(inst, states, max(inc.served, floor), budget_end, options.selectors)
+    bounds_until = budget.from_now(PAIR_BOUND_SHARE).earlier(deadline)  # within the limit after any setup
+    bound_every_z(inst, states, max(inc.served, floor), bounds_until, options.selectors)
     order = sorted(states, key=lambda z: (z != inc.schedule.z, -states[z].bound, abs(z - inc.schedule.z), z))
     inc = _sweep(inst, backend, states, order, inc, deadline, options)
     if options.cutoff is not None and options.split:
@@ -94,9 +93,7 @@ def search(
             if not states[z].done:
                 inc = refute_by_parts(inst, backend, states[z], inc, floor, deadline, options)
     bound = max([inc.served, *(st.bound for st in states.values())])
-    all_done = all(st.done for st in states.values())
-    ended = Termination.COMPLETED if all_done else Termination.TIME_LIMIT
-    stop = Termination.OPTIMAL if bound == inc.served else ended
+    stop = Termination.of_search(inc.served, bound, finished=all(st.done for st in states.values()))
     stats = {
         "incumbent_source": inc.source,
         **({} if options.cutoff is None else {"cutoff": options.cutoff, "refuted": bound <= options.cutoff}),
@@ -111,7 +108,7 @@ def _sweep(
     states: dict[float, ZState],
     order: list[float],
     inc: Incumbent[Schedule],
-    deadline: float | None,
+    deadline: Deadline,
     options: SweepOptions,
 ) -> Incumbent[Schedule]:
     """Solve the z models in sweeps; returns the final incumbent (``states`` record the bounds).
@@ -122,7 +119,7 @@ def _sweep(
     closing it), and the last sweep closes what is left with all the time remaining.
     """
     floor = options.cutoff or 0
-    if deadline is None or options.cutoff is not None:  # a refutation asks each z once
+    if deadline.at is None or options.cutoff is not None:  # a refutation asks each z once
         sweeps = [(1, 1.0)]
     elif options.plan == "gap-first":
         sweeps = [(1, QUICK_SHARE), (2, 1.0), (1, 1.0)]
@@ -143,8 +140,8 @@ def _sweep(
             if st.bound < target + extra:
                 continue  # already proved within this sweep's target
             share = options.whole_limit  # z_time_limit, or less where a split follows
-            if deadline is not None:
-                left = deadline - time.perf_counter()
+            left = deadline.left()
+            if left is not None:
                 if left <= 2.0 * TRANSLATE_S:
                     break
                 rest = sum(1 for w in pending[n:] if states[w].bound >= target + extra)
@@ -152,7 +149,7 @@ def _sweep(
                 even = even if fraction >= 1.0 else max(fraction * even, min(even, QUICK_FLOOR))
                 share = min(even, left - TRANSLATE_S, share or math.inf)
             inc = _solve_z(inst, backend, st, inc, share, caps_now, extra, floor)
-        if deadline is None or all(st.done for st in states.values()):
+        if deadline.at is None or all(st.done for st in states.values()):
             break
     return inc
 
