@@ -9,7 +9,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar, Literal
 
@@ -134,6 +134,17 @@ def seconds_option(description: str) -> Option:
     return Option(None, kind=float, minimum=0.0, above=True, maximum=MAX_SECONDS, description=description)
 
 
+def param(option: Option) -> Any:
+    """A field of a solver's parameters record (its ``Params``), declared by its option:
+    the field's default is the option's, and the option (domain, description) rides along."""
+    return field(default=option.default, metadata={"option": option})
+
+
+def options_of(params: type) -> dict[str, Option]:
+    """The options a parameters record declares, in its fields' order."""
+    return {f.name: f.metadata["option"] for f in fields(params)}
+
+
 @dataclass(frozen=True)
 class Availability:
     """Whether a solver can run here and, when not, why (with the install command)."""
@@ -163,21 +174,32 @@ def availability_of(who: str, modules: tuple[str, ...], install: str) -> Availab
 class Solver(ABC):
     """Base class: subclasses implement :meth:`_solve`; :meth:`solve` times and checks it.
 
-    A subclass declares, once: its ``name``; ``option_specs``, every option with its
-    default and domain (checked when the solver is made, and recorded in every Solution);
-    ``proves``; and ``requires``, the optional modules it needs (``install`` says how to
-    get them).
+    A subclass declares, once: its ``name``; its parameters, as ``Params``, a frozen
+    dataclass whose fields are :func:`param` s (each with its default, domain and
+    description; ``option_specs`` follows from it), or as ``option_specs`` alone (a
+    plug-in's mapping of :class:`Option`); ``proves``; and ``requires``, the optional
+    modules it needs (``install`` says how to get them). The options are checked once,
+    when the solver is made; ``self.params`` is then the typed record, ``self.options``
+    the same values as recorded in every Solution.
     """
 
     name: ClassVar[str]
+    Params: ClassVar[type | None] = None
     option_specs: ClassVar[Mapping[str, Option]] = {}
     proves: ClassVar[Proves] = None
     requires: ClassVar[tuple[str, ...]] = ()
     install: ClassVar[str] = ""
+    params: Any  # an instance of Params (a subclass names its type); None without one
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.Params is not None:  # one declaration: the record's fields are the options
+            cls.option_specs = options_of(cls.Params)
 
     def __init__(self, **options: Any) -> None:
         self.check_options(options)
         self.options: dict[str, Any] = {**self.option_defaults(), **options}
+        self.params = None if self.Params is None else self.Params(**self.options)
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:

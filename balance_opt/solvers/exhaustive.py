@@ -25,9 +25,8 @@ with AD before SD before none (the depth-first order that tries AD, then SD, the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +49,7 @@ from balance_opt.model import (
     tolerated,
 )
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver
+from balance_opt.solvers.base import Option, Solver, param
 from balance_opt.status import Termination
 
 # Above this many users the search is refused unless ``force=True``: 3^K grows past
@@ -264,19 +263,25 @@ def _check_size(inst: Instance, force: bool) -> None:
         )
 
 
+@dataclass(frozen=True)
+class ExhaustiveParams:
+    """The parameters of both exhaustive searches."""
+
+    force: bool = param(Option(False, description=f"search even above {MAX_USERS} users (3^K assignments)"))
+
+
 class ExhaustiveSolver(Solver):
     """P1 exactly: every z in Z and every assignment, pruned without losing exactness."""
 
     name = "exhaustive"
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        "force": Option(False, description=f"search even above {MAX_USERS} users (3^K assignments)")
-    }
+    Params = ExhaustiveParams
+    params: ExhaustiveParams
     proves = "P1"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        _check_size(instance, bool(self.options["force"]))
+        _check_size(instance, self.params.force)
         pairs: list[tuple[float, float | None]] = [(z, None) for z in instance.server.z_grid]
         out = _search_all(instance, pairs, time_limit)
         return SolverOutput(
@@ -298,15 +303,14 @@ class ExhaustiveP2Solver(Solver):
     """
 
     name = "exhaustive-p2"
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        "force": Option(False, description=f"search even above {MAX_USERS} users (3^K assignments)")
-    }
+    Params = ExhaustiveParams
+    params: ExhaustiveParams
     proves = "P2"
 
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        _check_size(instance, bool(self.options["force"]))
+        _check_size(instance, self.params.force)
         grid = instance.server
         pairs: list[tuple[float, float | None]] = [(z, lam) for z in grid.z_grid for lam in grid.lambda_grid]
         out = _search_all(instance, pairs, time_limit)

@@ -11,16 +11,15 @@ is exact.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import asdict
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from balance_opt.clock import Deadline, TimeBudget
 from balance_opt.errors import SolveRefused
 from balance_opt.evaluator import Schedule, evaluate
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver, threads_option
+from balance_opt.solvers.base import Option, Solver, param, threads_option
 from balance_opt.status import Termination
 
 if TYPE_CHECKING:
@@ -33,28 +32,38 @@ HEURISTIC_SHARE = 0.3  # of a time limit, at most this goes to the warm-start he
 IMPROVE_AT, IMPROVE_UNTIL = 0.3, 0.7
 
 
-class ExactSolver(Solver):
-    """Proved optima of P1, or under a time limit the best schedule with a proved bound."""
+@dataclass(frozen=True)
+class ExactParams:
+    """``exact``'s parameters (docs/exact.md)."""
 
-    name = "exact"
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        "warm_start": Option(True, description="start from balance's schedule (and the hint, if any)"),
-        # the result is the same for any value; the search uses at most 2
-        "threads": threads_option(description="2 bounds the two halves of each split at once"),
-        "improve": Option(
+    warm_start: bool = param(Option(True, description="start from balance's schedule (and the hint, if any)"))
+    # the result is the same for any value; the search uses at most 2
+    threads: int = param(threads_option(description="2 bounds the two halves of each split at once"))
+    improve: int = param(
+        Option(
             2,
             minimum=0,
             maximum=1000,
             description="z values of highest open bound balance-plus's search tries",
-        ),
-        "work_limit": Option(
+        )
+    )
+    work_limit: int | None = param(
+        Option(
             None,
             kind=int,
             minimum=1,
             maximum=10**12,
             description="stop after this many boxes (deterministic work units, docs/exact.md)",
-        ),
-    }
+        )
+    )
+
+
+class ExactSolver(Solver):
+    """Proved optima of P1, or under a time limit the best schedule with a proved bound."""
+
+    name = "exact"
+    Params = ExactParams
+    params: ExactParams
     proves = "P1"
     requires = ("highspy",)
     install = "highspy"
@@ -62,15 +71,15 @@ class ExactSolver(Solver):
     def _solve(
         self, instance: Instance, *, time_limit: float | None, seed: int, hint: Schedule | None
     ) -> SolverOutput:
-        opts = self.options
+        p = self.params
         return solve_exact(
             instance,
             time_limit=time_limit,
             hint=hint,
-            warm_start=bool(opts["warm_start"]),
-            threads=int(opts["threads"]),
-            improve=int(opts["improve"]),
-            work_limit=opts["work_limit"],
+            warm_start=p.warm_start,
+            threads=p.threads,
+            improve=p.improve,
+            work_limit=p.work_limit,
         )
 
 

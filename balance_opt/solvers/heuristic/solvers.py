@@ -14,12 +14,13 @@ yields an infeasible schedule and an ``error`` result; on the default grids
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, cast
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver
+from balance_opt.solvers.base import Option, Solver, param
 from balance_opt.solvers.heuristic.fast import balance_fast
 from balance_opt.solvers.heuristic.literal import balance_literal
 from balance_opt.solvers.heuristic.plus import EFFORT, balance_plus
@@ -29,25 +30,33 @@ Implementation = Literal["fast", "literal"]
 IMPLEMENTATIONS: tuple[Implementation, ...] = ("fast", "literal")
 
 
-class _Algorithm3Solver(Solver):
-    """Algorithm 3 on the grids chosen by :meth:`grids`, by the implementation chosen once."""
+@dataclass(frozen=True)
+class Algorithm3Params:
+    """The parameters of ``balance`` and its baselines."""
 
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        "implementation": Option(
+    implementation: Implementation = param(
+        Option(
             "fast",
             IMPLEMENTATIONS,
             description="Algorithm 3 by the vectorized implementation or the literal reference one "
             "(the same outcome by contract)",
         )
-    }
+    )
+
+
+class _Algorithm3Solver(Solver):
+    """Algorithm 3 on the grids chosen by :meth:`grids`, by the implementation chosen once."""
+
+    Params: ClassVar[type | None] = Algorithm3Params
+    params: Algorithm3Params
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.implementation = self._implementation()
 
     def _implementation(self) -> Implementation:
-        """The ``implementation`` option (its value checked when the solver was made)."""
-        return cast(Implementation, self.options["implementation"])
+        """The ``implementation`` parameter."""
+        return self.params.implementation
 
     def grids(self, inst: Instance) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The (Z, Lambda) that Algorithm 3 searches."""
@@ -86,7 +95,8 @@ class LiteralBalanceSolver(_Algorithm3Solver):
     """BALANCE by the literal reference implementation (for cross-checks and timing)."""
 
     name = "balance-literal"
-    option_specs: ClassVar[Mapping[str, Option]] = {}  # the implementation is not an option here
+    Params = None  # the implementation is not an option here
+    option_specs: ClassVar[Mapping[str, Option]] = {}
 
     def _implementation(self) -> Implementation:
         return "literal"
@@ -137,6 +147,22 @@ class EcrmaSolver(_Algorithm3Solver):
         return (0.5,), (0.5,)
 
 
+@dataclass(frozen=True)
+class PlusParams:
+    """``balance-plus``'s parameters: a work limit, not a time limit (docs/algorithms.md).
+    The maxima are ceilings far above any useful value (docs/solvers.md, "Domains")."""
+
+    splits: int = param(
+        Option(10, minimum=1, maximum=10_000, description="the seeds' memory shares are i / splits")
+    )
+    cuts: int = param(Option(64, minimum=1, maximum=100_000, description="the most deadline splits per z"))
+    effort: int = param(
+        Option(
+            EFFORT, minimum=1, maximum=10**9, description="at most effort // K single-mode searches in all"
+        )
+    )
+
+
 class BalancePlusSolver(Solver):
     """balance-plus: BALANCE's schedule, then a search over both modes at every z (never fewer users).
 
@@ -147,16 +173,8 @@ class BalancePlusSolver(Solver):
     """
 
     name = "balance-plus"
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        # the maxima are ceilings far above any useful value (docs/solvers.md, "Domains")
-        "splits": Option(
-            10, minimum=1, maximum=10_000, description="the seeds' memory shares are i / splits"
-        ),
-        "cuts": Option(64, minimum=1, maximum=100_000, description="the most deadline splits per z"),
-        "effort": Option(
-            EFFORT, minimum=1, maximum=10**9, description="at most effort // K single-mode searches in all"
-        ),
-    }
+    Params = PlusParams
+    params: PlusParams
 
     def _solve(
         self,
@@ -167,8 +185,8 @@ class BalancePlusSolver(Solver):
         hint: Schedule | None,
     ) -> SolverOutput:
         z_grid, lam_grid = instance.server.z_grid, instance.server.lambda_grid
-        opts = {key: self.options[key] for key in ("splits", "cuts", "effort")}
-        outcome = balance_plus(instance, z_grid, lam_grid, **opts)
+        p = self.params
+        outcome = balance_plus(instance, z_grid, lam_grid, splits=p.splits, cuts=p.cuts, effort=p.effort)
         return SolverOutput(
             schedule=outcome.schedule(instance),
             termination=Termination.COMPLETED,

@@ -8,80 +8,29 @@ bounds and the evaluator check); only the translation to the backend differs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from balance_opt.evaluator import Schedule
 from balance_opt.instance import Instance
 from balance_opt.result import SolverOutput
-from balance_opt.solvers.base import Option, Solver, seconds_option, threads_option
+from balance_opt.solvers.base import Solver
 from balance_opt.solvers.common.warm_start import balance_schedule
-from balance_opt.solvers.milp.options import (
-    BEST_KNOWN,
-    INDICATORS,
-    MODE_BOUNDS,
-    PLANS,
-    SELECTORS,
-    SPLITS_BY,
-    SweepOptions,
-)
-
-SWEEP_KEYS = frozenset(f.name for f in fields(SweepOptions))
-# Portable ceilings (docs/solvers.md): a cutoff above any instance's users is no cutoff,
-# and 2^20 parts per z, or 40 bisections of each, are far past any refutation's needs.
-MAX_USERS = 10**6
-MAX_SPLIT = 2**20
-MAX_SPLIT_DEPTH = 40
-
-
-def sweep_options(
-    threads: Option, mode_bounds: str, plan: str, selectors: str, **backend: Option
-) -> dict[str, Option]:
-    """The options every MILP backend has, with that backend's defaults (:class:`SweepOptions`),
-    and the backend's own (after ``warm_start``, the order the results record them in)."""
-    return {
-        "threads": threads,
-        "warm_start": Option(True, description="start from balance's schedule when no hint is given"),
-        **backend,
-        "mode_bounds": Option(
-            mode_bounds, MODE_BOUNDS, description="when each mode's optimum alone caps that mode's count"
-        ),
-        "plan": Option(plan, PLANS, description="how the sweeps share a time limit (docs/milp.md)"),
-        "selectors": Option(
-            selectors, SELECTORS, description="which z models enforce their padding rows by binary levels"
-        ),
-        # refutation (docs/milp.md): off unless set; their values are checked together
-        "cutoff": Option(
-            None, kind=int, minimum=0, maximum=MAX_USERS, description='refute "more than cutoff served"'
-        ),
-        "z_time_limit": seconds_option("seconds per z model solve (null: the sweep's share)"),
-        "split": Option(
-            0, minimum=0, maximum=MAX_SPLIT, description="refutation: parts per z after a timeout"
-        ),
-        "split_by": Option("ad-count", SPLITS_BY, description="what the parts of a split divide"),
-        "split_depth": Option(
-            0, minimum=0, maximum=MAX_SPLIT_DEPTH, description="times a part left open is bisected again"
-        ),
-        "whole_time_limit": seconds_option("with split: seconds per whole-z solve (null: z_time_limit)"),
-        # an explicit option, so the journal is part of the configuration (and its hash)
-        "journal": Option(
-            None,
-            kind=str,
-            description="folder of a journal of MILP answers kept by model, so a stopped refutation "
-            "resumes (docs/milp.md); null: none",
-        ),
-    }
+from balance_opt.solvers.milp.options import BEST_KNOWN, SweepOptions
+from balance_opt.solvers.milp.params import SWEEP_KEYS, CpSatParams, MilpParams, ScipParams
 
 
 class MilpSolver(Solver):
     """The shared z search over one backend; subclasses name the backend and its modules."""
 
     proves = "P1"
+    Params: ClassVar[type | None] = MilpParams
+    params: MilpParams
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.sweep = SweepOptions.from_options(self.options)
+        self.sweep = self.params.sweep()
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> None:
@@ -106,12 +55,11 @@ class MilpSolver(Solver):
         from balance_opt.solvers.milp.z_sweep import search
 
         backend = self._backend(seed)
-        folder = self.options.get("journal")
-        # proofs kept across runs, named by the option only: a journal is part of the configuration
+        folder = self.params.journal
+        # proofs kept across runs, named by the parameter only: a journal is part of the configuration
         journal = Journal.at(Path(folder)) if folder else None
         if journal is not None:
-            clock = self.options.get("clock")
-            backend = journaled(backend, journal, self.name, None if clock is None else str(clock))
+            backend = journaled(backend, journal, self.name, getattr(self.params, "clock", None))
         out = search(
             instance,
             backend,
@@ -129,16 +77,13 @@ class HighsMilpSolver(MilpSolver):
     """P1 solved exactly by HiGHS through Pyomo's solver interface."""
 
     name = "milp-highs"
-    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(
-        threads_option(), "never", "gap-first", "auto"
-    )
     requires = ("pyomo", "highspy")
     install = "pyomo highspy"
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.pyomo_backend import solve_highs
 
-        threads = int(self.options["threads"])
+        threads = self.params.threads
 
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
             return solve_highs(f, time_limit=limit, threads=threads, seed=seed, start=start)
@@ -150,26 +95,15 @@ class CpSatMilpSolver(MilpSolver):
     """The same formulation solved by OR-Tools CP-SAT in integer units."""
 
     name = "milp-cpsat"
-    # with selectors, 8 workers proved a false infeasibility (docs/milp.md)
-    option_specs: ClassVar[Mapping[str, Option]] = sweep_options(
-        threads_option(description="CP-SAT's workers (num_workers)"),
-        "always",
-        "plain",
-        "never",
-        indicators=Option(
-            "enforce",
-            INDICATORS,
-            description="indicator rows enforced natively or as data-derived big-M rows",
-        ),
-    )
+    Params = CpSatParams
+    params: CpSatParams
     requires = ("ortools",)
     install = "ortools"
 
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.cpsat_backend import solve_cpsat
 
-        threads = int(self.options["threads"])
-        indicators = str(self.options["indicators"])
+        threads, indicators = self.params.threads, self.params.indicators
 
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
             return solve_cpsat(
@@ -189,16 +123,8 @@ class ScipMilpSolver(MilpSolver):
     """The same formulation solved by SCIP (PySCIPOpt), one thread, big-M rows."""
 
     name = "milp-scip"
-    # SCIP's branch and bound is sequential: one thread is the only value accepted
-    option_specs: ClassVar[Mapping[str, Option]] = {
-        **sweep_options(threads_option(), "never", "gap-first", "auto"),
-        "threads": Option(1, choices=(1,), description="SCIP's branch and bound is sequential: 1 only"),
-        "clock": Option(
-            "wall",
-            ("wall", "cpu"),
-            description="what limits count: wall-clock seconds, or CPU seconds (for runs that may be paused)",
-        ),
-    }
+    Params = ScipParams
+    params: ScipParams
     requires = ("pyscipopt",)
     install = "'balance-opt[scip]' (or pyscipopt)"
 
@@ -212,7 +138,7 @@ class ScipMilpSolver(MilpSolver):
     def _backend(self, seed: int) -> Callable[[Any, float | None, Any, bool], Any]:
         from balance_opt.solvers.milp.scip_backend import solve_scip
 
-        clock = str(self.options["clock"])
+        clock = self.params.clock
 
         def backend(f: Any, limit: float | None, start: Any, strict: bool) -> Any:
             return solve_scip(f, time_limit=limit, seed=seed, start=start, clock=clock)

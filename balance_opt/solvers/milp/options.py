@@ -38,8 +38,8 @@ SPLITS_BY: tuple[SplitBy, ...] = get_args(SplitBy)
 class SweepOptions:
     """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`).
 
-    No defaults for the first four: each solver declares its own (``option_specs``, where
-    the values' types and domains are checked), and every solver passes all four. The
+    No defaults for the first four: each solver declares its own (its ``Params``,
+    :mod:`.params`, whose options check the values' types and domains), and every solver passes all four. The
     refutation options (docs/milp.md, "Refutation") are off by default.
     """
 
@@ -56,7 +56,7 @@ class SweepOptions:
 
     def __post_init__(self) -> None:
         """The rules between values; each value's own domain is its option's (the solvers'
-        ``option_specs``, checked before this record is made)."""
+        ``Params``, checked before this record is made)."""
         if self.cutoff == BEST_KNOWN:
             raise ValueError(
                 f"cutoff {BEST_KNOWN!r} is resolved per instance by `balance-opt library refs`; "
