@@ -122,6 +122,11 @@ def test_solvers_command_lists_every_solver_with_its_parameters() -> None:
     assert one.returncode == 0
     assert "indicators" in one.stdout
     assert "proves: P1" in one.stdout
+    for name in ("exact", "balance-plus"):  # the summary line once, then the rest of the docstring
+        summary = (solver_class(name).__doc__ or "").strip().splitlines()[0]
+        text = cli("solvers", name).stdout
+        assert text.count(summary) == 1, text
+        assert not text.startswith(f"{name}: {name}:"), text
     bad = cli("solvers", "no-such")
     assert bad.returncode == 2
     assert "unknown solver 'no-such'" in bad.stderr

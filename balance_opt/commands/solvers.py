@@ -50,7 +50,10 @@ def _text(entry: dict[str, Any], full: bool) -> list[str]:
     here = "installed" if entry["available"] else f"not installed: {entry['install'] or entry['reason']}"
     lines = [f"{entry['name']}: {entry['summary']}", f"  proves: {proves}; {here}"]
     if full:
-        lines += ["", *(f"  {line}" for line in entry["doc"].splitlines()), "", "  parameters:"]
+        more = entry["doc"].splitlines()[1:]  # the first line is the summary, shown above
+        while more and not more[0].strip():
+            more.pop(0)
+        lines += [*(["", *(f"  {line}".rstrip() for line in more)] if more else []), "", "  parameters:"]
     for key, p in entry["parameters"].items():
         lines.append(f"  {key} = {json.dumps(p['default'])}  ({p['domain']})")
         lines.append(f"      {p['description']}")

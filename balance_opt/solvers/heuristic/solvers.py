@@ -164,7 +164,7 @@ class PlusParams:
 
 
 class BalancePlusSolver(Solver):
-    """balance-plus: BALANCE's schedule, then a search over both modes at every z (never fewer users).
+    """BALANCE's schedule, then a search over both modes at every z (never fewer users).
 
     Options (docs/algorithms.md, "balance-plus"): ``splits``, the seeds' memory shares are
     ``i / splits`` and the instance's Lambda; ``cuts``, the most deadline splits per z;
