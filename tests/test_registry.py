@@ -19,7 +19,7 @@ from balance_opt.errors import InputError, SolverUnavailable
 from balance_opt.generator import generate
 from balance_opt.io import write_instance
 from balance_opt.solvers import get_solver, register, solver_class, solver_names, solver_target, unregister
-from balance_opt.solvers.base import Availability, InvalidOption, Option, UnknownOption
+from balance_opt.solvers.base import Availability, InvalidOption, Option, Solver, UnknownOption
 from balance_opt.solvers.milp import MilpSolver
 from balance_opt.solvers.milp.options import SweepOptions
 from tests.doubles import EmptySolver
@@ -165,6 +165,16 @@ def test_the_write_your_own_solver_example_runs_as_written(
     finally:
         solvers.unregister("nobody")
         sys.modules.pop("my_solvers", None)
+
+
+def test_the_readme_solver_example_runs_as_written() -> None:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    solver = namespace["Nobody"]
+    assert isinstance(solver, type)
+    assert issubclass(solver, Solver)
 
 
 def test_an_entry_point_plugin_is_found_lazily_and_solves_from_the_cli(
