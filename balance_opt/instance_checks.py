@@ -142,7 +142,8 @@ def _all_hold(values: Any, rule: Rule) -> bool:
     except (ValueError, TypeError, OverflowError):  # ragged (a list among the numbers): not all hold
         return False
     kinds = "i" if rule.integer else "if"  # bools, strings and None make another kind
-    return arr.dtype.kind in kinds and bool(np.all(np.isfinite(arr) & rule.ok(arr)))
+    # one dimension: [[0.5]] is a float array too, but its value is a list, not a number
+    return arr.ndim == 1 and arr.dtype.kind in kinds and bool(np.all(np.isfinite(arr) & rule.ok(arr)))
 
 
 @functools.lru_cache(maxsize=64)

@@ -133,6 +133,18 @@ def test_valid_fixtures_round_trip_to_identical_bytes() -> None:
     assert sol.instance_sha256 == sha256_bytes(read_bytes(TINY))
 
 
+@pytest.mark.parametrize("grid", [[[0.5]], [[0.1, 0.2]], [0.1, [0.2]], [[0.1], [0.2]]])
+def test_a_grid_holding_lists_is_refused(grid: list) -> None:
+    """A nested list is a float array to numpy; its values are lists, not numbers (the
+    long fuzz run's internal error on ``"z_grid": [[0.5]]``)."""
+    doc = parse_json(TINY.read_bytes(), "tiny")
+    doc["server"]["z_grid"] = grid
+    with pytest.raises(InputError) as info:
+        instance_from_dict(doc, "tiny")
+    assert info.value.path.startswith("server.z_grid[")
+    assert "must be a number" in info.value.rule
+
+
 def test_unknown_fields_are_ignored() -> None:
     doc = parse_json(TINY.read_bytes(), "tiny")
     doc["future_field"] = {"x": 1}
