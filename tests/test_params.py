@@ -63,11 +63,10 @@ def test_the_options_are_the_fields_of_the_parameters_record(name: str) -> None:
             assert not types - {type(None)}, (name, f.name)
 
 
-@pytest.mark.parametrize("name", builtins())
+@pytest.mark.parametrize("name", [n for n in builtins() if n not in NO_PARAMS])
 def test_the_record_holds_the_checked_values(name: str) -> None:
     cls = solver_class(name)
-    if cls.Params is None:
-        return
+    assert cls.Params is not None
     solver = cls()
     assert solver.params == cls.Params(**cls.option_defaults())
     assert dataclasses.asdict(solver.params) == solver.options

@@ -118,8 +118,8 @@ def balance_fast(
 ) -> BalanceOutcome:
     """Algorithm 3 (z ascending outer, lambda ascending inner, strict improvement), fast.
 
-    With ``until`` the work stops when it passes: the best
-    schedule found by then (a proving solver's warm start), not necessarily the literal one.
+    With ``until`` the work stops when it passes: the best schedule found by then (a
+    proving solver's warm start), not necessarily the literal one.
     """
     check_grid("z_grid", z_grid)
     check_grid("lam_grid", lam_grid)

@@ -38,9 +38,9 @@ SPLITS_BY: tuple[SplitBy, ...] = get_args(SplitBy)
 class SweepOptions:
     """How the z sweep runs (:func:`balance_opt.solvers.milp.z_sweep.search`).
 
-    No defaults for the first four: each solver declares its own (its ``Params``,
-    :mod:`.params`, whose options check the values' types and domains), and every solver passes all four. The
-    refutation options (docs/milp.md, "Refutation") are off by default.
+    No defaults for the first four: each solver declares its own (its ``Params``, in
+    :mod:`.params`, whose options check the values' types and domains), and every solver
+    passes all four. The refutation options (docs/milp.md, "Refutation") are off by default.
     """
 
     warm_start: bool  # start from the heuristic's schedule when there is no hint

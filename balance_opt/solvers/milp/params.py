@@ -8,7 +8,7 @@ rules between fields by :class:`~.options.SweepOptions`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Literal, get_args
 
 from balance_opt.solvers.base import Option, param, seconds_option, threads_option
@@ -90,7 +90,7 @@ class MilpParams:
 
     def sweep(self) -> SweepOptions:
         """The z sweep's options (the rules between them checked there)."""
-        return SweepOptions(**{f.name: getattr(self, f.name) for f in fields(SweepOptions)})
+        return SweepOptions.from_options(asdict(self))
 
 
 @dataclass(frozen=True)
